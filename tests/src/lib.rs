@@ -1,0 +1,3 @@
+//! # ha-tests
+//!
+//! Cross-crate integration tests and the deterministic cluster simulator of ha-blocks.

@@ -1,0 +1,4 @@
+//! # zab-core
+//!
+//! Apache ZooKeeper's fast leader election (SPEC Z1–Z8), as a sans-IO state machine with an
+//! async driver on top.
