@@ -9,5 +9,6 @@
 //! [`DecodeError`] and never a panic or an unbounded allocation.
 
 pub mod error;
+pub mod varint;
 
 pub use error::{DecodeError, EncodeError};
