@@ -2,3 +2,10 @@
 //!
 //! The controller of a ZooKeeper-mode Kafka cluster (SPEC K1, K2, K5, K6, K7) and the
 //! coordination-service trait it runs on.
+
+pub mod assignment;
+pub mod context;
+pub mod election;
+pub mod partition_state_machine;
+pub mod replica_state_machine;
+pub mod request_batch;
