@@ -116,9 +116,39 @@ pub fn assign_replicas_to_brokers(
 }
 
 /// The index of the `j`-th follower: `first + 1 + (shift + j) mod (n − 1)`, modulo n.
+/// `shift` is already reduced modulo n − 1 (see [`Shift`]); needs n ≥ 2.
 fn replica_index(first: usize, shift: usize, j: usize, n: usize) -> usize {
-    let offset = 1 + (shift + j) % (n - 1);
+    let m = n - 1;
+    let offset = 1 + (shift + j % m) % m;
     (first + offset) % n
+}
+
+/// The follower shift, kept modulo n − 1: it is only ever used modulo n − 1, so this is
+/// exact and cannot overflow whatever the caller passes.
+#[derive(Clone, Copy)]
+struct Shift {
+    value: usize,
+    modulus: usize,
+}
+
+impl Shift {
+    fn new(initial: usize, n: usize) -> Self {
+        let modulus = n.saturating_sub(1).max(1);
+        Self {
+            value: initial % modulus,
+            modulus,
+        }
+    }
+
+    fn bump(&mut self) {
+        self.value = (self.value + 1) % self.modulus;
+    }
+
+    /// `shift * factor`, modulo n − 1.
+    fn times(self, factor: usize) -> usize {
+        let m = self.modulus as u128;
+        ((self.value as u128 * (factor as u128 % m)) % m) as usize
+    }
 }
 
 fn rack_unaware(
@@ -130,18 +160,18 @@ fn rack_unaware(
 ) -> BTreeMap<i32, Vec<BrokerId>> {
     let n = brokers.len();
     let start_index = start.start_index % n;
-    let mut shift = start.replica_shift;
+    let mut shift = Shift::new(start.replica_shift, n);
     let mut out = BTreeMap::new();
     for p in start_partition..start_partition.saturating_add(partitions) {
         let pu = p as usize;
         if pu > 0 && pu.is_multiple_of(n) {
-            shift += 1;
+            shift.bump();
         }
         let first = (pu + start_index) % n;
         let mut replicas = Vec::with_capacity(rf);
         replicas.push(brokers[first]);
         for j in 0..rf - 1 {
-            replicas.push(brokers[replica_index(first, shift, j, n)]);
+            replicas.push(brokers[replica_index(first, shift.times(1), j, n)]);
         }
         out.insert(p, replicas);
     }
@@ -195,12 +225,12 @@ fn rack_aware(
     let arranged = rack_alternated_broker_list(brokers);
     let n = arranged.len();
     let start_index = start.start_index % n;
-    let mut shift = start.replica_shift;
+    let mut shift = Shift::new(start.replica_shift, n);
     let mut out = BTreeMap::new();
     for p in start_partition..start_partition.saturating_add(partitions) {
         let pu = p as usize;
         if pu > 0 && pu.is_multiple_of(n) {
-            shift += 1;
+            shift.bump();
         }
         let first = (pu + start_index) % n;
         let leader = arranged[first];
@@ -212,9 +242,9 @@ fn rack_aware(
         for _ in 0..rf - 1 {
             // Each candidate sweep visits every other broker within n − 1 steps, and an
             // acceptable one always exists, so this bound is never reached.
-            let limit = k + n * n;
+            let limit = k.saturating_add(n.saturating_mul(n));
             while k < limit {
-                let broker = arranged[replica_index(first, shift * num_racks, k, n)];
+                let broker = arranged[replica_index(first, shift.times(num_racks), k, n)];
                 let rack = rack_of.get(&broker).copied().unwrap_or("");
                 k += 1;
                 if (!racks.contains(rack) || racks.len() == num_racks)

@@ -7,5 +7,7 @@ pub mod assignment;
 pub mod context;
 pub mod election;
 pub mod partition_state_machine;
+pub mod reassignment;
+pub mod rebalance;
 pub mod replica_state_machine;
 pub mod request_batch;
