@@ -79,7 +79,12 @@ impl FakeStore {
     }
 
     /// A new controller's context loaded from this store (K6.7).
-    pub fn load_context(&self, controller: BrokerId, epoch: i32, brokers: &[BrokerId]) -> ControllerContext {
+    pub fn load_context(
+        &self,
+        controller: BrokerId,
+        epoch: i32,
+        brokers: &[BrokerId],
+    ) -> ControllerContext {
         let mut ctx = ControllerContext::new(controller, epoch, epoch);
         for &b in brokers {
             ctx.add_live_broker(BrokerInfo::new(b, 100 + i64::from(b)));
@@ -117,8 +122,12 @@ pub fn run_partition_pass(
         let outcome = store.write(init);
         match complete_initialization(ctx, batch, init, outcome) {
             Ok(()) => {
-                run.elected
-                    .insert(init.tp.clone(), ctx.leadership(&init.tp).cloned().unwrap_or_else(|| init.leadership.clone()));
+                run.elected.insert(
+                    init.tp.clone(),
+                    ctx.leadership(&init.tp)
+                        .cloned()
+                        .unwrap_or_else(|| init.leadership.clone()),
+                );
             }
             Err(e) => {
                 run.failed.insert(init.tp.clone(), e);
