@@ -141,3 +141,37 @@ fn codec_not_compiled_in_is_unsupported_compression() {
     b.append(0, None, Some(b"x"), &[]).unwrap();
     assert!(b.build().is_err());
 }
+
+#[cfg(feature = "zstd")]
+#[test]
+fn zstd_frame_declaring_a_1_gib_window_is_refused() {
+    let mut b = RecordBatchBuilder::new(0);
+    b.append(0, None, Some(b"x"), &[]).unwrap();
+    let plain = b.build().unwrap();
+    // Magic, frame header descriptor 0, window descriptor for 2^30, then a raw last block.
+    let body = [
+        0x28,
+        0xb5,
+        0x2f,
+        0xfd,
+        0x00,
+        20 << 3,
+        0x09,
+        0x00,
+        0x00,
+        b'x',
+    ];
+    let batch = RecordBatch::parse(rewrap(&plain, 4, &body)).unwrap();
+    assert!(matches!(
+        batch.records(),
+        Err(DecodeError::Decompression(_))
+    ));
+    // The same frame with a 1 MiB window decompresses (to one byte, too short for a record).
+    let mut small = body;
+    small[5] = 10 << 3;
+    let batch = RecordBatch::parse(rewrap(&plain, 4, &small)).unwrap();
+    assert!(matches!(
+        batch.records(),
+        Err(DecodeError::InvalidLength { .. })
+    ));
+}
