@@ -281,7 +281,8 @@ impl RecordBatch {
             .saturating_add(i64::from(self.last_offset_delta()))
     }
 
-    /// Offset after the batch: `last_offset() + 1`, the log end offset once it is appended.
+    /// Offset after the batch: `last_offset() + 1`, the log end offset once it is appended
+    /// (the LEO a follower reports, K8.2).
     pub fn next_offset(&self) -> i64 {
         self.last_offset().saturating_add(1)
     }
