@@ -352,6 +352,40 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<(), De
     Ok(())
 }
 
+/// Stamps a log-append time on the batch at the start of `batch`, as a broker does for topics
+/// with `message.timestamp.type=LogAppendTime`: sets the timestamp-type attribute and
+/// `maxTimestamp`, then recomputes the CRC (both fields lie inside it). Every record of the
+/// batch then reads `timestamp`. Returns the batch's size.
+pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) -> Result<usize, DecodeError> {
+    if batch.len() < RECORD_BATCH_OVERHEAD {
+        return Err(DecodeError::Truncated {
+            needed: RECORD_BATCH_OVERHEAD,
+            remaining: batch.len(),
+        });
+    }
+    let size = claimed_size(batch)?;
+    if batch.len() < size {
+        return Err(DecodeError::Truncated {
+            needed: size,
+            remaining: batch.len(),
+        });
+    }
+    let attributes = Attributes(read_i16(batch, ATTRIBUTES));
+    let stamped = Attributes::new(
+        attributes.compression()?,
+        TimestampType::LogAppendTime,
+        attributes.is_transactional(),
+        attributes.is_control(),
+    )
+    .raw()
+        | (attributes.raw() & !0x3f);
+    batch[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&stamped.to_be_bytes());
+    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES..size]);
+    batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(size)
+}
+
 /// Assigns consecutive offsets from `first_offset` and stamps `leader_epoch` on every batch
 /// of a record set, in place, as a leader does on append. Returns the offset after the last
 /// batch. Each batch's header is checked (magic, `batchLength`), but not its CRC; a record

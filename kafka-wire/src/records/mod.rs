@@ -43,8 +43,8 @@ mod record;
 
 pub use attributes::{Attributes, Compression, TimestampType};
 pub use batch::{
-    rewrite_record_set, set_base_offset, set_partition_leader_epoch, RecordBatch,
-    DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+    rewrite_record_set, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    RecordBatch, DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
 pub use batches::RecordBatches;
 pub use builder::RecordBatchBuilder;
