@@ -1,7 +1,7 @@
 //! Framing: every Kafka request and response travels as a 4-byte big-endian size followed by
 //! that many bytes. Size checks against a configurable maximum ([`DecodeError::FrameTooLarge`]),
 //! a cheap peek at a request's api key, api version and correlation id for dispatch, and
-//! (feature `tokio`) [`KafkaFrameCodec`], a `tokio-util` decoder and encoder.
+//! (feature `tokio`) `KafkaFrameCodec`, a `tokio-util` decoder and encoder.
 //!
 //! The decoder never reserves memory for a frame's declared size ahead of its bytes, so a
 //! peer announcing a large frame costs nothing until it sends it.
