@@ -84,9 +84,28 @@ pub(crate) fn claimed_size(buf: &[u8]) -> Result<usize, DecodeError> {
 /// Construction checks the magic, that `batchLength` matches the bytes exactly, that the
 /// compression codec id is known and the record count is not negative, and (with
 /// [`RecordBatch::parse`]) the CRC-32C. Accessors read the header in place.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RecordBatch {
     bytes: Bytes,
+}
+
+impl std::fmt::Debug for RecordBatch {
+    /// The header fields, not the bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("base_offset", &self.base_offset())
+            .field("size", &self.size())
+            .field("partition_leader_epoch", &self.partition_leader_epoch())
+            .field("attributes", &self.attributes())
+            .field("last_offset_delta", &self.last_offset_delta())
+            .field("base_timestamp", &self.base_timestamp())
+            .field("max_timestamp", &self.max_timestamp())
+            .field("producer_id", &self.producer_id())
+            .field("producer_epoch", &self.producer_epoch())
+            .field("base_sequence", &self.base_sequence())
+            .field("record_count", &self.record_count())
+            .finish()
+    }
 }
 
 impl RecordBatch {
