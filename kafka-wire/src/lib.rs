@@ -54,6 +54,8 @@ pub mod header;
 #[rustfmt::skip]
 pub mod messages;
 pub mod primitives;
+#[cfg(feature = "sample")]
+pub mod sample;
 pub mod varint;
 
 pub use api::ApiKey;

@@ -219,6 +219,20 @@ fn mod_file(specs: &[Spec]) -> String {
             let _ = writeln!(s, "            Self::{v}(m) => m.encode(w, version),");
         }
         s.push_str("        }\n    }\n\n");
+        let _ = writeln!(
+            s,
+            "    /// A pseudo-random {lower} body of `api_key` holding only fields that exist at `version`.\n    \
+             #[cfg(feature = \"sample\")]\n    \
+             pub fn sample(api_key: ApiKey, version: i16, g: &mut crate::sample::Gen) -> Self {{\n        \
+             match api_key {{"
+        );
+        for (v, n) in &rows {
+            let _ = writeln!(
+                s,
+                "            ApiKey::{v} => Self::{v}({n}::sample(g, version)),"
+            );
+        }
+        s.push_str("        }\n    }\n\n");
         s.push_str("    /// The encoded size of this body at `version`.\n    pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {\n        match self {\n");
         for (v, _) in &rows {
             let _ = writeln!(s, "            Self::{v}(m) => m.encoded_len(version),");

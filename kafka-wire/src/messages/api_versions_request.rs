@@ -113,3 +113,22 @@ impl Message for ApiVersionsRequest {
     const MAX_VERSION: i16 = 4;
     const FLEXIBLE_MIN: i16 = 3;
 }
+
+#[cfg(feature = "sample")]
+impl ApiVersionsRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.client_software_name = g.string();
+        }
+        if version >= 3 {
+            this.client_software_version = g.string();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}

@@ -203,6 +203,36 @@ impl Message for ApiVersionsResponse {
     const FLEXIBLE_MIN: i16 = 3;
 }
 
+#[cfg(feature = "sample")]
+impl ApiVersionsResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.api_keys = (0..g.array_len()).map(|_| ApiVersion::sample(g, version)).collect::<Vec<_>>();
+        if version >= 1 {
+            this.throttle_time_ms = g.i32();
+        }
+        if version >= 3 && g.chance(2) {
+            this.supported_features = (0..g.array_len()).map(|_| SupportedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 3 && g.chance(2) {
+            this.finalized_features_epoch = g.i64();
+        }
+        if version >= 3 && g.chance(2) {
+            this.finalized_features = (0..g.array_len()).map(|_| FinalizedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 3 && g.chance(2) {
+            this.zk_migration_ready = g.bool();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The APIs supported by the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersion {
@@ -282,6 +312,22 @@ impl Encode for ApiVersion {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl ApiVersion {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        this.api_key = g.i16();
+        this.min_version = g.i16();
+        this.max_version = g.i16();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -391,6 +437,28 @@ impl Encode for SupportedFeatureKey {
     }
 }
 
+#[cfg(feature = "sample")]
+impl SupportedFeatureKey {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.name = g.string();
+        }
+        if version >= 3 {
+            this.min_version = g.i16();
+        }
+        if version >= 3 {
+            this.max_version = g.i16();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
@@ -494,5 +562,27 @@ impl Encode for FinalizedFeatureKey {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl FinalizedFeatureKey {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.name = g.string();
+        }
+        if version >= 3 {
+            this.max_version_level = g.i16();
+        }
+        if version >= 3 {
+            this.min_version_level = g.i16();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -107,3 +107,20 @@ impl Message for ControlledShutdownRequest {
     const MAX_VERSION: i16 = 3;
     const FLEXIBLE_MIN: i16 = 3;
 }
+
+#[cfg(feature = "sample")]
+impl ControlledShutdownRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        this.broker_id = g.i32();
+        if version >= 2 {
+            this.broker_epoch = g.i64();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}

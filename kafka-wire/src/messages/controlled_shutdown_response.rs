@@ -103,6 +103,21 @@ impl Message for ControlledShutdownResponse {
     const FLEXIBLE_MIN: i16 = 3;
 }
 
+#[cfg(feature = "sample")]
+impl ControlledShutdownResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.remaining_partitions = (0..g.array_len()).map(|_| RemainingPartition::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The partitions that the broker still leads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemainingPartition {
@@ -174,5 +189,20 @@ impl Encode for RemainingPartition {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl RemainingPartition {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        this.topic_name = g.string();
+        this.partition_index = g.i32();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -259,6 +259,49 @@ impl Message for FetchRequest {
     const FLEXIBLE_MIN: i16 = 12;
 }
 
+#[cfg(feature = "sample")]
+impl FetchRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 12 && g.chance(2) {
+            this.cluster_id = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if version <= 14 {
+            this.replica_id = g.i32();
+        }
+        if version >= 15 && g.chance(2) {
+            this.replica_state = ReplicaState::sample(g, version);
+        }
+        this.max_wait_ms = g.i32();
+        this.min_bytes = g.i32();
+        if version >= 3 {
+            this.max_bytes = g.i32();
+        }
+        if version >= 4 {
+            this.isolation_level = g.i8();
+        }
+        if version >= 7 {
+            this.session_id = g.i32();
+        }
+        if version >= 7 {
+            this.session_epoch = g.i32();
+        }
+        this.topics = (0..g.array_len()).map(|_| FetchTopic::sample(g, version)).collect::<Vec<_>>();
+        if version >= 7 {
+            this.forgotten_topics_data = (0..g.array_len()).map(|_| ForgottenTopic::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 11 {
+            this.rack_id = g.string();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// (no description)
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaState {
@@ -346,6 +389,25 @@ impl Encode for ReplicaState {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl ReplicaState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 15 {
+            this.replica_id = g.i32();
+        }
+        if version >= 15 {
+            this.replica_epoch = g.i64();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -497,6 +559,34 @@ impl Encode for FetchPartition {
     }
 }
 
+#[cfg(feature = "sample")]
+impl FetchPartition {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        this.partition = g.i32();
+        if version >= 9 {
+            this.current_leader_epoch = g.i32();
+        }
+        this.fetch_offset = g.i64();
+        if version >= 12 {
+            this.last_fetched_epoch = g.i32();
+        }
+        if version >= 5 {
+            this.log_start_offset = g.i64();
+        }
+        this.partition_max_bytes = g.i32();
+        if version >= 17 && g.chance(2) {
+            this.replica_directory_id = g.uuid();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The topics to fetch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchTopic {
@@ -589,6 +679,26 @@ impl Encode for FetchTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl FetchTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version <= 12 {
+            this.topic = g.string();
+        }
+        if version >= 13 {
+            this.topic_id = g.uuid();
+        }
+        this.partitions = (0..g.array_len()).map(|_| FetchPartition::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -692,5 +802,27 @@ impl Encode for ForgottenTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl ForgottenTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if (7..=12).contains(&version) {
+            this.topic = g.string();
+        }
+        if version >= 13 {
+            this.topic_id = g.uuid();
+        }
+        if version >= 7 {
+            this.partitions = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -166,6 +166,32 @@ impl Message for FetchResponse {
     const FLEXIBLE_MIN: i16 = 12;
 }
 
+#[cfg(feature = "sample")]
+impl FetchResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 1 {
+            this.throttle_time_ms = g.i32();
+        }
+        if version >= 7 {
+            this.error_code = g.i16();
+        }
+        if version >= 7 {
+            this.session_id = g.i32();
+        }
+        this.responses = (0..g.array_len()).map(|_| FetchableTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        if version >= 16 && g.chance(2) {
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
@@ -253,6 +279,25 @@ impl Encode for EpochEndOffset {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl EpochEndOffset {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 12 {
+            this.epoch = g.i32();
+        }
+        if version >= 12 {
+            this.end_offset = g.i64();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -346,6 +391,25 @@ impl Encode for LeaderIdAndEpoch {
     }
 }
 
+#[cfg(feature = "sample")]
+impl LeaderIdAndEpoch {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 12 {
+            this.leader_id = g.i32();
+        }
+        if version >= 12 {
+            this.leader_epoch = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -417,6 +481,21 @@ impl Encode for SnapshotId {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl SnapshotId {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        this.end_offset = g.i64();
+        this.epoch = g.i32();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -507,6 +586,25 @@ impl Encode for AbortedTransaction {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl AbortedTransaction {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 4 {
+            this.producer_id = g.i64();
+        }
+        if version >= 4 {
+            this.first_offset = g.i64();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -735,6 +833,44 @@ impl Encode for PartitionData {
     }
 }
 
+#[cfg(feature = "sample")]
+impl PartitionData {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        this.partition_index = g.i32();
+        this.error_code = g.i16();
+        this.high_watermark = g.i64();
+        if version >= 4 {
+            this.last_stable_offset = g.i64();
+        }
+        if version >= 5 {
+            this.log_start_offset = g.i64();
+        }
+        if version >= 12 && g.chance(2) {
+            this.diverging_epoch = EpochEndOffset::sample(g, version);
+        }
+        if version >= 12 && g.chance(2) {
+            this.current_leader = LeaderIdAndEpoch::sample(g, version);
+        }
+        if version >= 12 && g.chance(2) {
+            this.snapshot_id = SnapshotId::sample(g, version);
+        }
+        if version >= 4 {
+            this.aborted_transactions = if g.chance(4) { None } else { Some((0..g.array_len()).map(|_| AbortedTransaction::sample(g, version)).collect::<Vec<_>>()) };
+        }
+        if version >= 11 {
+            this.preferred_read_replica = g.i32();
+        }
+        this.records = if g.chance(4) { None } else { Some(g.bytes()) };
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The response topics.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchableTopicResponse {
@@ -827,6 +963,26 @@ impl Encode for FetchableTopicResponse {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl FetchableTopicResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version <= 12 {
+            this.topic = g.string();
+        }
+        if version >= 13 {
+            this.topic_id = g.uuid();
+        }
+        this.partitions = (0..g.array_len()).map(|_| PartitionData::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -949,5 +1105,30 @@ impl Encode for NodeEndpoint {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl NodeEndpoint {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 12;
+        let mut this = Self::default();
+        if version >= 16 {
+            this.node_id = g.i32();
+        }
+        if version >= 16 {
+            this.host = g.string();
+        }
+        if version >= 16 {
+            this.port = g.i32();
+        }
+        if version >= 16 {
+            this.rack = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

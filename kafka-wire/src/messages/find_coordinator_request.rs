@@ -134,3 +134,25 @@ impl Message for FindCoordinatorRequest {
     const MAX_VERSION: i16 = 6;
     const FLEXIBLE_MIN: i16 = 3;
 }
+
+#[cfg(feature = "sample")]
+impl FindCoordinatorRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version <= 3 {
+            this.key = g.string();
+        }
+        if version >= 1 {
+            this.key_type = g.i8();
+        }
+        if version >= 4 {
+            this.coordinator_keys = (0..g.array_len()).map(|_| g.string()).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}

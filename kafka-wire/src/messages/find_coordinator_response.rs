@@ -195,6 +195,40 @@ impl Message for FindCoordinatorResponse {
     const FLEXIBLE_MIN: i16 = 3;
 }
 
+#[cfg(feature = "sample")]
+impl FindCoordinatorResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version >= 1 {
+            this.throttle_time_ms = g.i32();
+        }
+        if version <= 3 {
+            this.error_code = g.i16();
+        }
+        if (1..=3).contains(&version) {
+            this.error_message = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if version <= 3 {
+            this.node_id = g.i32();
+        }
+        if version <= 3 {
+            this.host = g.string();
+        }
+        if version <= 3 {
+            this.port = g.i32();
+        }
+        if version >= 4 {
+            this.coordinators = (0..g.array_len()).map(|_| Coordinator::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each coordinator result in the response
 #[derive(Debug, Clone, PartialEq)]
 pub struct Coordinator {
@@ -344,5 +378,36 @@ impl Encode for Coordinator {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl Coordinator {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 3;
+        let mut this = Self::default();
+        if version >= 4 {
+            this.key = g.string();
+        }
+        if version >= 4 {
+            this.node_id = g.i32();
+        }
+        if version >= 4 {
+            this.host = g.string();
+        }
+        if version >= 4 {
+            this.port = g.i32();
+        }
+        if version >= 4 {
+            this.error_code = g.i16();
+        }
+        if version >= 4 {
+            this.error_message = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -133,3 +133,24 @@ impl Message for InitProducerIdRequest {
     const MAX_VERSION: i16 = 5;
     const FLEXIBLE_MIN: i16 = 2;
 }
+
+#[cfg(feature = "sample")]
+impl InitProducerIdRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        this.transactional_id = if g.chance(4) { None } else { Some(g.string()) };
+        this.transaction_timeout_ms = g.i32();
+        if version >= 3 {
+            this.producer_id = g.i64();
+        }
+        if version >= 3 {
+            this.producer_epoch = g.i16();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}

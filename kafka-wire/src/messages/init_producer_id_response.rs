@@ -117,3 +117,20 @@ impl Message for InitProducerIdResponse {
     const MAX_VERSION: i16 = 5;
     const FLEXIBLE_MIN: i16 = 2;
 }
+
+#[cfg(feature = "sample")]
+impl InitProducerIdResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        this.throttle_time_ms = g.i32();
+        this.error_code = g.i16();
+        this.producer_id = g.i64();
+        this.producer_epoch = g.i16();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}

@@ -191,6 +191,37 @@ impl Message for LeaderAndIsrRequest {
     const FLEXIBLE_MIN: i16 = 4;
 }
 
+#[cfg(feature = "sample")]
+impl LeaderAndIsrRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.controller_id = g.i32();
+        if version >= 7 {
+            this.is_k_raft_controller = g.bool();
+        }
+        this.controller_epoch = g.i32();
+        if version >= 2 {
+            this.broker_epoch = g.i64();
+        }
+        if version >= 5 {
+            this.type_ = g.i8();
+        }
+        if version <= 1 {
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 2 {
+            this.topic_states = (0..g.array_len()).map(|_| LeaderAndIsrTopicState::sample(g, version)).collect::<Vec<_>>();
+        }
+        this.live_leaders = (0..g.array_len()).map(|_| LeaderAndIsrLiveLeader::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrTopicState {
@@ -296,6 +327,28 @@ impl Encode for LeaderAndIsrTopicState {
     }
 }
 
+#[cfg(feature = "sample")]
+impl LeaderAndIsrTopicState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version >= 2 {
+            this.topic_name = g.string();
+        }
+        if version >= 5 {
+            this.topic_id = g.uuid();
+        }
+        if version >= 2 {
+            this.partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The current live leaders.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrLiveLeader {
@@ -375,6 +428,22 @@ impl Encode for LeaderAndIsrLiveLeader {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl LeaderAndIsrLiveLeader {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.broker_id = g.i32();
+        this.host_name = g.string();
+        this.port = g.i32();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -565,5 +634,40 @@ impl Encode for LeaderAndIsrPartitionState {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl LeaderAndIsrPartitionState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version <= 1 {
+            this.topic_name = g.string();
+        }
+        this.partition_index = g.i32();
+        this.controller_epoch = g.i32();
+        this.leader = g.i32();
+        this.leader_epoch = g.i32();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.partition_epoch = g.i32();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        if version >= 3 {
+            this.adding_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if version >= 3 {
+            this.removing_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if version >= 1 {
+            this.is_new = g.bool();
+        }
+        if version >= 6 {
+            this.leader_recovery_state = g.i8();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

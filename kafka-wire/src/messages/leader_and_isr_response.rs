@@ -128,6 +128,26 @@ impl Message for LeaderAndIsrResponse {
     const FLEXIBLE_MIN: i16 = 4;
 }
 
+#[cfg(feature = "sample")]
+impl LeaderAndIsrResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        if version <= 4 {
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 5 {
+            this.topics = (0..g.array_len()).map(|_| LeaderAndIsrTopicError::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrTopicError {
@@ -219,6 +239,25 @@ impl Encode for LeaderAndIsrTopicError {
     }
 }
 
+#[cfg(feature = "sample")]
+impl LeaderAndIsrTopicError {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version >= 5 {
+            this.topic_id = g.uuid();
+        }
+        if version >= 5 {
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The common struct LeaderAndIsrPartitionError.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrPartitionError {
@@ -304,5 +343,23 @@ impl Encode for LeaderAndIsrPartitionError {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl LeaderAndIsrPartitionError {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version <= 4 {
+            this.topic_name = g.string();
+        }
+        this.partition_index = g.i32();
+        this.error_code = g.i16();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -133,6 +133,27 @@ impl Message for ListOffsetsRequest {
     const FLEXIBLE_MIN: i16 = 6;
 }
 
+#[cfg(feature = "sample")]
+impl ListOffsetsRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.replica_id = g.i32();
+        if version >= 2 {
+            this.isolation_level = g.i8();
+        }
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopic::sample(g, version)).collect::<Vec<_>>();
+        if version >= 10 {
+            this.timeout_ms = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each partition in the request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartition {
@@ -237,6 +258,27 @@ impl Encode for ListOffsetsPartition {
     }
 }
 
+#[cfg(feature = "sample")]
+impl ListOffsetsPartition {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.partition_index = g.i32();
+        if version >= 4 {
+            this.current_leader_epoch = g.i32();
+        }
+        this.timestamp = g.i64();
+        if version <= 0 {
+            this.max_num_offsets = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic in the request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopic {
@@ -309,5 +351,20 @@ impl Encode for ListOffsetsTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl ListOffsetsTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.name = g.string();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartition::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -109,6 +109,23 @@ impl Message for ListOffsetsResponse {
     const FLEXIBLE_MIN: i16 = 6;
 }
 
+#[cfg(feature = "sample")]
+impl ListOffsetsResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        if version >= 2 {
+            this.throttle_time_ms = g.i32();
+        }
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each partition in the response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartitionResponse {
@@ -248,6 +265,33 @@ impl Encode for ListOffsetsPartitionResponse {
     }
 }
 
+#[cfg(feature = "sample")]
+impl ListOffsetsPartitionResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.partition_index = g.i32();
+        this.error_code = g.i16();
+        if version <= 0 {
+            this.old_style_offsets = (0..g.array_len()).map(|_| g.i64()).collect::<Vec<_>>();
+        }
+        if version >= 1 {
+            this.timestamp = g.i64();
+        }
+        if version >= 1 {
+            this.offset = g.i64();
+        }
+        if version >= 4 {
+            this.leader_epoch = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic in the response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopicResponse {
@@ -320,5 +364,20 @@ impl Encode for ListOffsetsTopicResponse {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl ListOffsetsTopicResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.name = g.string();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartitionResponse::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

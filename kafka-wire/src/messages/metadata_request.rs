@@ -149,6 +149,29 @@ impl Message for MetadataRequest {
     const FLEXIBLE_MIN: i16 = 9;
 }
 
+#[cfg(feature = "sample")]
+impl MetadataRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.topics = if (version >= 1) && g.chance(4) { None } else { Some((0..g.array_len()).map(|_| MetadataRequestTopic::sample(g, version)).collect::<Vec<_>>()) };
+        if version >= 4 {
+            this.allow_auto_topic_creation = g.bool();
+        }
+        if (8..=10).contains(&version) {
+            this.include_cluster_authorized_operations = g.bool();
+        }
+        if version >= 8 {
+            this.include_topic_authorized_operations = g.bool();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The topics to fetch metadata for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataRequestTopic {
@@ -227,5 +250,22 @@ impl Encode for MetadataRequestTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl MetadataRequestTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 10 {
+            this.topic_id = g.uuid();
+        }
+        this.name = if (version >= 10) && g.chance(4) { None } else { Some(g.string()) };
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -162,6 +162,33 @@ impl Message for MetadataResponse {
     const FLEXIBLE_MIN: i16 = 9;
 }
 
+#[cfg(feature = "sample")]
+impl MetadataResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.throttle_time_ms = g.i32();
+        }
+        this.brokers = (0..g.array_len()).map(|_| MetadataResponseBroker::sample(g, version)).collect::<Vec<_>>();
+        if version >= 2 {
+            this.cluster_id = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if version >= 1 {
+            this.controller_id = g.i32();
+        }
+        this.topics = (0..g.array_len()).map(|_| MetadataResponseTopic::sample(g, version)).collect::<Vec<_>>();
+        if (8..=10).contains(&version) {
+            this.cluster_authorized_operations = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// A list of brokers present in the cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponseBroker {
@@ -255,6 +282,25 @@ impl Encode for MetadataResponseBroker {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl MetadataResponseBroker {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.node_id = g.i32();
+        this.host = g.string();
+        this.port = g.i32();
+        if version >= 1 {
+            this.rack = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -387,6 +433,30 @@ impl Encode for MetadataResponsePartition {
     }
 }
 
+#[cfg(feature = "sample")]
+impl MetadataResponsePartition {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.partition_index = g.i32();
+        this.leader_id = g.i32();
+        if version >= 7 {
+            this.leader_epoch = g.i32();
+        }
+        this.replica_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.isr_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        if version >= 5 {
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic in the response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponseTopic {
@@ -512,5 +582,30 @@ impl Encode for MetadataResponseTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl MetadataResponseTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.name = if (version >= 12) && g.chance(4) { None } else { Some(g.string()) };
+        if version >= 10 {
+            this.topic_id = g.uuid();
+        }
+        if version >= 1 {
+            this.is_internal = g.bool();
+        }
+        this.partitions = (0..g.array_len()).map(|_| MetadataResponsePartition::sample(g, version)).collect::<Vec<_>>();
+        if version >= 8 {
+            this.topic_authorized_operations = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

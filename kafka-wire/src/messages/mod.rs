@@ -144,6 +144,25 @@ impl RequestBody {
         }
     }
 
+    /// A pseudo-random request body of `api_key` holding only fields that exist at `version`.
+    #[cfg(feature = "sample")]
+    pub fn sample(api_key: ApiKey, version: i16, g: &mut crate::sample::Gen) -> Self {
+        match api_key {
+            ApiKey::Produce => Self::Produce(ProduceRequest::sample(g, version)),
+            ApiKey::Fetch => Self::Fetch(FetchRequest::sample(g, version)),
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsRequest::sample(g, version)),
+            ApiKey::Metadata => Self::Metadata(MetadataRequest::sample(g, version)),
+            ApiKey::LeaderAndIsr => Self::LeaderAndIsr(LeaderAndIsrRequest::sample(g, version)),
+            ApiKey::StopReplica => Self::StopReplica(StopReplicaRequest::sample(g, version)),
+            ApiKey::UpdateMetadata => Self::UpdateMetadata(UpdateMetadataRequest::sample(g, version)),
+            ApiKey::ControlledShutdown => Self::ControlledShutdown(ControlledShutdownRequest::sample(g, version)),
+            ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorRequest::sample(g, version)),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsRequest::sample(g, version)),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdRequest::sample(g, version)),
+            ApiKey::OffsetForLeaderEpoch => Self::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::sample(g, version)),
+        }
+    }
+
     /// The encoded size of this body at `version`.
     pub fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         match self {
@@ -244,6 +263,25 @@ impl ResponseBody {
             Self::ApiVersions(m) => m.encode(w, version),
             Self::InitProducerId(m) => m.encode(w, version),
             Self::OffsetForLeaderEpoch(m) => m.encode(w, version),
+        }
+    }
+
+    /// A pseudo-random response body of `api_key` holding only fields that exist at `version`.
+    #[cfg(feature = "sample")]
+    pub fn sample(api_key: ApiKey, version: i16, g: &mut crate::sample::Gen) -> Self {
+        match api_key {
+            ApiKey::Produce => Self::Produce(ProduceResponse::sample(g, version)),
+            ApiKey::Fetch => Self::Fetch(FetchResponse::sample(g, version)),
+            ApiKey::ListOffsets => Self::ListOffsets(ListOffsetsResponse::sample(g, version)),
+            ApiKey::Metadata => Self::Metadata(MetadataResponse::sample(g, version)),
+            ApiKey::LeaderAndIsr => Self::LeaderAndIsr(LeaderAndIsrResponse::sample(g, version)),
+            ApiKey::StopReplica => Self::StopReplica(StopReplicaResponse::sample(g, version)),
+            ApiKey::UpdateMetadata => Self::UpdateMetadata(UpdateMetadataResponse::sample(g, version)),
+            ApiKey::ControlledShutdown => Self::ControlledShutdown(ControlledShutdownResponse::sample(g, version)),
+            ApiKey::FindCoordinator => Self::FindCoordinator(FindCoordinatorResponse::sample(g, version)),
+            ApiKey::ApiVersions => Self::ApiVersions(ApiVersionsResponse::sample(g, version)),
+            ApiKey::InitProducerId => Self::InitProducerId(InitProducerIdResponse::sample(g, version)),
+            ApiKey::OffsetForLeaderEpoch => Self::OffsetForLeaderEpoch(OffsetForLeaderEpochResponse::sample(g, version)),
         }
     }
 

@@ -109,6 +109,23 @@ impl Message for OffsetForLeaderEpochRequest {
     const FLEXIBLE_MIN: i16 = 4;
 }
 
+#[cfg(feature = "sample")]
+impl OffsetForLeaderEpochRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.replica_id = g.i32();
+        }
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopic::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each partition to get offsets for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetForLeaderPartition {
@@ -197,6 +214,24 @@ impl Encode for OffsetForLeaderPartition {
     }
 }
 
+#[cfg(feature = "sample")]
+impl OffsetForLeaderPartition {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.partition = g.i32();
+        if version >= 2 {
+            this.current_leader_epoch = g.i32();
+        }
+        this.leader_epoch = g.i32();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic to get offsets for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetForLeaderTopic {
@@ -269,5 +304,20 @@ impl Encode for OffsetForLeaderTopic {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl OffsetForLeaderTopic {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.topic = g.string();
+        this.partitions = (0..g.array_len()).map(|_| OffsetForLeaderPartition::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

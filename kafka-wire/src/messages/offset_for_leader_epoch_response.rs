@@ -109,6 +109,23 @@ impl Message for OffsetForLeaderEpochResponse {
     const FLEXIBLE_MIN: i16 = 4;
 }
 
+#[cfg(feature = "sample")]
+impl OffsetForLeaderEpochResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        if version >= 2 {
+            this.throttle_time_ms = g.i32();
+        }
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopicResult::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each partition in the topic we fetched offsets for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
@@ -205,6 +222,25 @@ impl Encode for EpochEndOffset {
     }
 }
 
+#[cfg(feature = "sample")]
+impl EpochEndOffset {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.partition = g.i32();
+        if version >= 1 {
+            this.leader_epoch = g.i32();
+        }
+        this.end_offset = g.i64();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic we fetched offsets for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetForLeaderTopicResult {
@@ -277,5 +313,20 @@ impl Encode for OffsetForLeaderTopicResult {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl OffsetForLeaderTopicResult {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 4;
+        let mut this = Self::default();
+        this.topic = g.string();
+        this.partitions = (0..g.array_len()).map(|_| EpochEndOffset::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

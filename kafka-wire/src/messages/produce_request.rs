@@ -127,6 +127,25 @@ impl Message for ProduceRequest {
     const FLEXIBLE_MIN: i16 = 9;
 }
 
+#[cfg(feature = "sample")]
+impl ProduceRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.transactional_id = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        this.acks = g.i16();
+        this.timeout_ms = g.i32();
+        this.topic_data = (0..g.array_len()).map(|_| TopicProduceData::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each partition to produce to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionProduceData {
@@ -198,6 +217,21 @@ impl Encode for PartitionProduceData {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl PartitionProduceData {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.index = g.i32();
+        this.records = if g.chance(4) { None } else { Some(g.bytes()) };
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -273,5 +307,20 @@ impl Encode for TopicProduceData {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl TopicProduceData {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.name = g.string();
+        this.partition_data = (0..g.array_len()).map(|_| PartitionProduceData::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

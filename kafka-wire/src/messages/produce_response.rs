@@ -136,6 +136,26 @@ impl Message for ProduceResponse {
     const FLEXIBLE_MIN: i16 = 9;
 }
 
+#[cfg(feature = "sample")]
+impl ProduceResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.responses = (0..g.array_len()).map(|_| TopicProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        if version >= 1 {
+            this.throttle_time_ms = g.i32();
+        }
+        if version >= 10 && g.chance(2) {
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The batch indices of records that caused the batch to be dropped
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchIndexAndErrorMessage {
@@ -226,6 +246,25 @@ impl Encode for BatchIndexAndErrorMessage {
     }
 }
 
+#[cfg(feature = "sample")]
+impl BatchIndexAndErrorMessage {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 8 {
+            this.batch_index = g.i32();
+        }
+        if version >= 8 {
+            this.batch_index_error_message = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// (no description)
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
@@ -313,6 +352,25 @@ impl Encode for LeaderIdAndEpoch {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl LeaderIdAndEpoch {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 10 {
+            this.leader_id = g.i32();
+        }
+        if version >= 10 {
+            this.leader_epoch = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -480,6 +538,37 @@ impl Encode for PartitionProduceResponse {
     }
 }
 
+#[cfg(feature = "sample")]
+impl PartitionProduceResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.index = g.i32();
+        this.error_code = g.i16();
+        this.base_offset = g.i64();
+        if version >= 2 {
+            this.log_append_time_ms = g.i64();
+        }
+        if version >= 5 {
+            this.log_start_offset = g.i64();
+        }
+        if version >= 8 {
+            this.record_errors = (0..g.array_len()).map(|_| BatchIndexAndErrorMessage::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 8 {
+            this.error_message = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if version >= 10 && g.chance(2) {
+            this.current_leader = LeaderIdAndEpoch::sample(g, version);
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each produce response
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicProduceResponse {
@@ -552,6 +641,21 @@ impl Encode for TopicProduceResponse {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl TopicProduceResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        this.name = g.string();
+        this.partition_responses = (0..g.array_len()).map(|_| PartitionProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -674,5 +778,30 @@ impl Encode for NodeEndpoint {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl NodeEndpoint {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 9;
+        let mut this = Self::default();
+        if version >= 10 {
+            this.node_id = g.i32();
+        }
+        if version >= 10 {
+            this.host = g.string();
+        }
+        if version >= 10 {
+            this.port = g.i32();
+        }
+        if version >= 10 {
+            this.rack = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -199,6 +199,39 @@ impl Message for StopReplicaRequest {
     const FLEXIBLE_MIN: i16 = 2;
 }
 
+#[cfg(feature = "sample")]
+impl StopReplicaRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        this.controller_id = g.i32();
+        if version >= 4 {
+            this.is_k_raft_controller = g.bool();
+        }
+        this.controller_epoch = g.i32();
+        if version >= 1 {
+            this.broker_epoch = g.i64();
+        }
+        if version <= 2 {
+            this.delete_partitions = g.bool();
+        }
+        if version <= 0 {
+            this.ungrouped_partitions = (0..g.array_len()).map(|_| StopReplicaPartitionV0::sample(g, version)).collect::<Vec<_>>();
+        }
+        if (1..=2).contains(&version) {
+            this.topics = (0..g.array_len()).map(|_| StopReplicaTopicV1::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 3 {
+            this.topic_states = (0..g.array_len()).map(|_| StopReplicaTopicState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The partitions to stop.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaPartitionV0 {
@@ -286,6 +319,25 @@ impl Encode for StopReplicaPartitionV0 {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl StopReplicaPartitionV0 {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        if version <= 0 {
+            this.topic_name = g.string();
+        }
+        if version <= 0 {
+            this.partition_index = g.i32();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -377,6 +429,25 @@ impl Encode for StopReplicaTopicV1 {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl StopReplicaTopicV1 {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        if (1..=2).contains(&version) {
+            this.name = g.string();
+        }
+        if (1..=2).contains(&version) {
+            this.partition_indexes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -486,6 +557,28 @@ impl Encode for StopReplicaPartitionState {
     }
 }
 
+#[cfg(feature = "sample")]
+impl StopReplicaPartitionState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.partition_index = g.i32();
+        }
+        if version >= 3 {
+            this.leader_epoch = g.i32();
+        }
+        if version >= 3 {
+            this.delete_partition = g.bool();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// Each topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaTopicState {
@@ -574,5 +667,24 @@ impl Encode for StopReplicaTopicState {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl StopReplicaTopicState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        if version >= 3 {
+            this.topic_name = g.string();
+        }
+        if version >= 3 {
+            this.partition_states = (0..g.array_len()).map(|_| StopReplicaPartitionState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

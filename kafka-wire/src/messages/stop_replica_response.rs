@@ -103,6 +103,21 @@ impl Message for StopReplicaResponse {
     const FLEXIBLE_MIN: i16 = 2;
 }
 
+#[cfg(feature = "sample")]
+impl StopReplicaResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        this.partition_errors = (0..g.array_len()).map(|_| StopReplicaPartitionError::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// The responses for each partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaPartitionError {
@@ -182,5 +197,21 @@ impl Encode for StopReplicaPartitionError {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl StopReplicaPartitionError {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 2;
+        let mut this = Self::default();
+        this.topic_name = g.string();
+        this.partition_index = g.i32();
+        this.error_code = g.i16();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

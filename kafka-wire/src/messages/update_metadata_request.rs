@@ -200,6 +200,37 @@ impl Message for UpdateMetadataRequest {
     const FLEXIBLE_MIN: i16 = 6;
 }
 
+#[cfg(feature = "sample")]
+impl UpdateMetadataRequest {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.controller_id = g.i32();
+        if version >= 8 {
+            this.is_k_raft_controller = g.bool();
+        }
+        if version >= 8 && g.chance(2) {
+            this.type_ = g.i8();
+        }
+        this.controller_epoch = g.i32();
+        if version >= 5 {
+            this.broker_epoch = g.i64();
+        }
+        if version <= 4 {
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 5 {
+            this.topic_states = (0..g.array_len()).map(|_| UpdateMetadataTopicState::sample(g, version)).collect::<Vec<_>>();
+        }
+        this.live_brokers = (0..g.array_len()).map(|_| UpdateMetadataBroker::sample(g, version)).collect::<Vec<_>>();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// In newer versions of this RPC, each topic that we would like to update.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateMetadataTopicState {
@@ -302,6 +333,28 @@ impl Encode for UpdateMetadataTopicState {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl UpdateMetadataTopicState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        if version >= 5 {
+            this.topic_name = g.string();
+        }
+        if version >= 7 {
+            this.topic_id = g.uuid();
+        }
+        if version >= 5 {
+            this.partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -425,6 +478,31 @@ impl Encode for UpdateMetadataEndpoint {
     }
 }
 
+#[cfg(feature = "sample")]
+impl UpdateMetadataEndpoint {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        if version >= 1 {
+            this.port = g.i32();
+        }
+        if version >= 1 {
+            this.host = g.string();
+        }
+        if version >= 3 {
+            this.listener = g.string();
+        }
+        if version >= 1 {
+            this.security_protocol = g.i16();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
+
 /// (no description)
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateMetadataBroker {
@@ -545,6 +623,32 @@ impl Encode for UpdateMetadataBroker {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl UpdateMetadataBroker {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.id = g.i32();
+        if version <= 0 {
+            this.v0_host = g.string();
+        }
+        if version <= 0 {
+            this.v0_port = g.i32();
+        }
+        if version >= 1 {
+            this.endpoints = (0..g.array_len()).map(|_| UpdateMetadataEndpoint::sample(g, version)).collect::<Vec<_>>();
+        }
+        if version >= 2 {
+            this.rack = if g.chance(4) { None } else { Some(g.string()) };
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }
 
@@ -690,5 +794,31 @@ impl Encode for UpdateMetadataPartitionState {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "sample")]
+impl UpdateMetadataPartitionState {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        if version <= 4 {
+            this.topic_name = g.string();
+        }
+        this.partition_index = g.i32();
+        this.controller_epoch = g.i32();
+        this.leader = g.i32();
+        this.leader_epoch = g.i32();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.zk_version = g.i32();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        if version >= 4 {
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        }
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
     }
 }

@@ -93,3 +93,17 @@ impl Message for UpdateMetadataResponse {
     const MAX_VERSION: i16 = 8;
     const FLEXIBLE_MIN: i16 = 6;
 }
+
+#[cfg(feature = "sample")]
+impl UpdateMetadataResponse {
+    /// A pseudo-random value holding only fields that exist at `version`.
+    pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
+        let flexible = version >= 6;
+        let mut this = Self::default();
+        this.error_code = g.i16();
+        if flexible {
+            this.unknown_tagged_fields = g.unknown_tags();
+        }
+        this
+    }
+}
