@@ -11,7 +11,7 @@ use std::fmt::Debug;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::protocol::{Decodable, Encodable, Message as TheirMessage};
 use kafka_wire::sample::Gen;
-use kafka_wire::{Decode, Encode, Message};
+use kafka_wire::Message;
 
 const SEEDS: u64 = 150;
 
