@@ -10,6 +10,7 @@ use std::fmt;
 
 use bytes::{Buf, Bytes};
 use bytestring::ByteString;
+use smallvec::SmallVec;
 
 use crate::encode::WireWrite;
 use crate::varint::get_unsigned_varint;
@@ -258,6 +259,50 @@ pub fn get_array<B: Buf, T>(
     elem: impl FnMut(&mut B) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
     get_nullable_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
+}
+
+/// An array of `int32` (broker ids, partition indexes): up to four elements are stored inline,
+/// so the common replica lists of a partition need no allocation of their own.
+pub type Int32Array = SmallVec<[i32; 4]>;
+
+/// Reads a nullable (compact) array of `int32`, checking the count against what remains.
+#[inline]
+pub fn get_nullable_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Option<Int32Array>, DecodeError> {
+    let Some(n) = get_len(buf, compact, true, what)? else {
+        return Ok(None);
+    };
+    if n.checked_mul(4).is_none_or(|b| b > buf.remaining()) {
+        return Err(DecodeError::InvalidLength {
+            what,
+            length: n as i64,
+        });
+    }
+    if n <= 4 {
+        let mut inline = [0i32; 4];
+        for slot in inline.iter_mut().take(n) {
+            *slot = buf.get_i32();
+        }
+        return Ok(Some(Int32Array::from_buf_and_len(inline, n)));
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(buf.get_i32());
+    }
+    Ok(Some(Int32Array::from_vec(v)))
+}
+
+/// Reads a non-nullable (compact) array of `int32`.
+#[inline]
+pub fn get_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Int32Array, DecodeError> {
+    get_nullable_int32_array(buf, compact, what)?.ok_or_else(|| null_error(what))
 }
 
 /// Reads the header of one tagged field: its tag and its size, checked against what remains.

@@ -54,6 +54,7 @@ fn elem_ty(t: &Ty) -> String {
         Ty::String => "ByteString".into(),
         Ty::Uuid => "Uuid".into(),
         Ty::Bytes | Ty::Records => "Bytes".into(),
+        Ty::Array(inner) if **inner == Ty::Int32 => "Int32Array".into(),
         Ty::Array(inner) => format!("Vec<{}>", elem_ty(inner)),
         Ty::Struct(n) => n.clone(),
     }
@@ -98,8 +99,9 @@ fn default_expr(f: &Field) -> String {
             _ => wrap("Bytes::new()".into()),
         },
         Ty::Uuid => "Uuid::ZERO".into(),
-        Ty::Array(_) => match d {
+        Ty::Array(inner) => match d {
             Some("null") => "None".into(),
+            _ if **inner == Ty::Int32 => wrap("Int32Array::new()".into()),
             _ => wrap("Vec::new()".into()),
         },
         Ty::Struct(n) => format!("{n}::default()"),
@@ -190,10 +192,17 @@ fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
         Ty::Array(inner) => {
             let min = min_elem(inner);
             let er = elem_reader(inner, &what);
-            (
-                format!("get_nullable_array({b}, flexible, {min}, {what:?}, {er})?"),
-                format!("get_array({b}, flexible, {min}, {what:?}, {er})?"),
-            )
+            if **inner == Ty::Int32 {
+                (
+                    format!("get_nullable_int32_array({b}, flexible, {what:?})?"),
+                    format!("get_int32_array({b}, flexible, {what:?})?"),
+                )
+            } else {
+                (
+                    format!("get_nullable_array({b}, flexible, {min}, {what:?}, {er})?"),
+                    format!("get_array({b}, flexible, {min}, {what:?}, {er})?"),
+                )
+            }
         }
         t => return format!("{}?", read_scalar(t, b, &what)),
     };
@@ -616,7 +625,7 @@ fn sample_scalar(t: &Ty) -> String {
         Ty::Bytes | Ty::Records => "g.bytes()".into(),
         Ty::Struct(n) => format!("{n}::sample(g, version)"),
         Ty::Array(inner) => format!(
-            "(0..g.array_len()).map(|_| {}).collect::<Vec<_>>()",
+            "(0..g.array_len()).map(|_| {}).collect()",
             sample_scalar(inner)
         ),
     }

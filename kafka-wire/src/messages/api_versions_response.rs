@@ -210,18 +210,18 @@ impl ApiVersionsResponse {
         let flexible = version >= 3;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.api_keys = (0..g.array_len()).map(|_| ApiVersion::sample(g, version)).collect::<Vec<_>>();
+        this.api_keys = (0..g.array_len()).map(|_| ApiVersion::sample(g, version)).collect();
         if version >= 1 {
             this.throttle_time_ms = g.i32();
         }
         if version >= 3 && g.chance(2) {
-            this.supported_features = (0..g.array_len()).map(|_| SupportedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+            this.supported_features = (0..g.array_len()).map(|_| SupportedFeatureKey::sample(g, version)).collect();
         }
         if version >= 3 && g.chance(2) {
             this.finalized_features_epoch = g.i64();
         }
         if version >= 3 && g.chance(2) {
-            this.finalized_features = (0..g.array_len()).map(|_| FinalizedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+            this.finalized_features = (0..g.array_len()).map(|_| FinalizedFeatureKey::sample(g, version)).collect();
         }
         if version >= 3 && g.chance(2) {
             this.zk_migration_ready = g.bool();

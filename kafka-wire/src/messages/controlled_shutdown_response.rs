@@ -110,7 +110,7 @@ impl ControlledShutdownResponse {
         let flexible = version >= 3;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.remaining_partitions = (0..g.array_len()).map(|_| RemainingPartition::sample(g, version)).collect::<Vec<_>>();
+        this.remaining_partitions = (0..g.array_len()).map(|_| RemainingPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

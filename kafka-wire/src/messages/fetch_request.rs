@@ -288,9 +288,9 @@ impl FetchRequest {
         if version >= 7 {
             this.session_epoch = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| FetchTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| FetchTopic::sample(g, version)).collect();
         if version >= 7 {
-            this.forgotten_topics_data = (0..g.array_len()).map(|_| ForgottenTopic::sample(g, version)).collect::<Vec<_>>();
+            this.forgotten_topics_data = (0..g.array_len()).map(|_| ForgottenTopic::sample(g, version)).collect();
         }
         if version >= 11 {
             this.rack_id = g.string();
@@ -694,7 +694,7 @@ impl FetchTopic {
         if version >= 13 {
             this.topic_id = g.uuid();
         }
-        this.partitions = (0..g.array_len()).map(|_| FetchPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| FetchPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -716,7 +716,7 @@ pub struct ForgottenTopic {
     /// The partitions indexes to forget.
     ///
     /// Versions 7+.
-    pub partitions: Vec<i32>,
+    pub partitions: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -726,7 +726,7 @@ impl Default for ForgottenTopic {
         Self {
             topic: ByteString::new(),
             topic_id: Uuid::ZERO,
-            partitions: Vec::new(),
+            partitions: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -764,7 +764,7 @@ impl Decode for ForgottenTopic {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 7 {
-            this.partitions = get_array(buf, flexible, 4, "partitions", get_i32)?;
+            this.partitions = get_int32_array(buf, flexible, "partitions")?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -818,7 +818,7 @@ impl ForgottenTopic {
             this.topic_id = g.uuid();
         }
         if version >= 7 {
-            this.partitions = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.partitions = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

@@ -181,9 +181,9 @@ impl FetchResponse {
         if version >= 7 {
             this.session_id = g.i32();
         }
-        this.responses = (0..g.array_len()).map(|_| FetchableTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        this.responses = (0..g.array_len()).map(|_| FetchableTopicResponse::sample(g, version)).collect();
         if version >= 16 && g.chance(2) {
-            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -858,7 +858,7 @@ impl PartitionData {
             this.snapshot_id = SnapshotId::sample(g, version);
         }
         if version >= 4 {
-            this.aborted_transactions = if g.chance(4) { None } else { Some((0..g.array_len()).map(|_| AbortedTransaction::sample(g, version)).collect::<Vec<_>>()) };
+            this.aborted_transactions = if g.chance(4) { None } else { Some((0..g.array_len()).map(|_| AbortedTransaction::sample(g, version)).collect()) };
         }
         if version >= 11 {
             this.preferred_read_replica = g.i32();
@@ -978,7 +978,7 @@ impl FetchableTopicResponse {
         if version >= 13 {
             this.topic_id = g.uuid();
         }
-        this.partitions = (0..g.array_len()).map(|_| PartitionData::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| PartitionData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

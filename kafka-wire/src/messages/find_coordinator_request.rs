@@ -148,7 +148,7 @@ impl FindCoordinatorRequest {
             this.key_type = g.i8();
         }
         if version >= 4 {
-            this.coordinator_keys = (0..g.array_len()).map(|_| g.string()).collect::<Vec<_>>();
+            this.coordinator_keys = (0..g.array_len()).map(|_| g.string()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

@@ -220,7 +220,7 @@ impl FindCoordinatorResponse {
             this.port = g.i32();
         }
         if version >= 4 {
-            this.coordinators = (0..g.array_len()).map(|_| Coordinator::sample(g, version)).collect::<Vec<_>>();
+            this.coordinators = (0..g.array_len()).map(|_| Coordinator::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

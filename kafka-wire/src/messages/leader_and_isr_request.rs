@@ -209,12 +209,12 @@ impl LeaderAndIsrRequest {
             this.type_ = g.i8();
         }
         if version <= 1 {
-            this.ungrouped_partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect();
         }
         if version >= 2 {
-            this.topic_states = (0..g.array_len()).map(|_| LeaderAndIsrTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| LeaderAndIsrTopicState::sample(g, version)).collect();
         }
-        this.live_leaders = (0..g.array_len()).map(|_| LeaderAndIsrLiveLeader::sample(g, version)).collect::<Vec<_>>();
+        this.live_leaders = (0..g.array_len()).map(|_| LeaderAndIsrLiveLeader::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -340,7 +340,7 @@ impl LeaderAndIsrTopicState {
             this.topic_id = g.uuid();
         }
         if version >= 2 {
-            this.partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -473,7 +473,7 @@ pub struct LeaderAndIsrPartitionState {
     /// The in-sync replica IDs.
     ///
     /// Versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: Int32Array,
     /// The current epoch for the partition. The epoch is a monotonically increasing value which is incremented after every partition change. (Since the LeaderAndIsr request is only used by the legacy controller, this corresponds to the zkVersion)
     ///
     /// Versions 0+.
@@ -481,15 +481,15 @@ pub struct LeaderAndIsrPartitionState {
     /// The replica IDs.
     ///
     /// Versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: Int32Array,
     /// The replica IDs that we are adding this partition to, or null if no replicas are being added.
     ///
     /// Versions 3+, ignorable.
-    pub adding_replicas: Vec<i32>,
+    pub adding_replicas: Int32Array,
     /// The replica IDs that we are removing this partition from, or null if no replicas are being removed.
     ///
     /// Versions 3+, ignorable.
-    pub removing_replicas: Vec<i32>,
+    pub removing_replicas: Int32Array,
     /// Whether the replica should have existed on the broker or not.
     ///
     /// Versions 1+, ignorable.
@@ -510,11 +510,11 @@ impl Default for LeaderAndIsrPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: Int32Array::new(),
             partition_epoch: 0,
-            replicas: Vec::new(),
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
+            replicas: Int32Array::new(),
+            adding_replicas: Int32Array::new(),
+            removing_replicas: Int32Array::new(),
             is_new: false,
             leader_recovery_state: 0,
             unknown_tagged_fields: Vec::new(),
@@ -567,14 +567,14 @@ impl Decode for LeaderAndIsrPartitionState {
         this.controller_epoch = get_i32(buf)?;
         this.leader = get_i32(buf)?;
         this.leader_epoch = get_i32(buf)?;
-        this.isr = get_array(buf, flexible, 4, "isr", get_i32)?;
+        this.isr = get_int32_array(buf, flexible, "isr")?;
         this.partition_epoch = get_i32(buf)?;
-        this.replicas = get_array(buf, flexible, 4, "replicas", get_i32)?;
+        this.replicas = get_int32_array(buf, flexible, "replicas")?;
         if version >= 3 {
-            this.adding_replicas = get_array(buf, flexible, 4, "adding_replicas", get_i32)?;
+            this.adding_replicas = get_int32_array(buf, flexible, "adding_replicas")?;
         }
         if version >= 3 {
-            this.removing_replicas = get_array(buf, flexible, 4, "removing_replicas", get_i32)?;
+            this.removing_replicas = get_int32_array(buf, flexible, "removing_replicas")?;
         }
         if version >= 1 {
             this.is_new = get_bool(buf)?;
@@ -650,14 +650,14 @@ impl LeaderAndIsrPartitionState {
         this.controller_epoch = g.i32();
         this.leader = g.i32();
         this.leader_epoch = g.i32();
-        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect();
         this.partition_epoch = g.i32();
-        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 3 {
-            this.adding_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.adding_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if version >= 3 {
-            this.removing_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.removing_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if version >= 1 {
             this.is_new = g.bool();

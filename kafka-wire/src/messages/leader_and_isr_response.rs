@@ -136,10 +136,10 @@ impl LeaderAndIsrResponse {
         let mut this = Self::default();
         this.error_code = g.i16();
         if version <= 4 {
-            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect();
         }
         if version >= 5 {
-            this.topics = (0..g.array_len()).map(|_| LeaderAndIsrTopicError::sample(g, version)).collect::<Vec<_>>();
+            this.topics = (0..g.array_len()).map(|_| LeaderAndIsrTopicError::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -249,7 +249,7 @@ impl LeaderAndIsrTopicError {
             this.topic_id = g.uuid();
         }
         if version >= 5 {
-            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

@@ -143,7 +143,7 @@ impl ListOffsetsRequest {
         if version >= 2 {
             this.isolation_level = g.i8();
         }
-        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopic::sample(g, version)).collect();
         if version >= 10 {
             this.timeout_ms = g.i32();
         }
@@ -361,7 +361,7 @@ impl ListOffsetsTopic {
         let flexible = version >= 6;
         let mut this = Self::default();
         this.name = g.string();
-        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

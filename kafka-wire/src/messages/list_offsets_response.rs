@@ -118,7 +118,7 @@ impl ListOffsetsResponse {
         if version >= 2 {
             this.throttle_time_ms = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopicResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -274,7 +274,7 @@ impl ListOffsetsPartitionResponse {
         this.partition_index = g.i32();
         this.error_code = g.i16();
         if version <= 0 {
-            this.old_style_offsets = (0..g.array_len()).map(|_| g.i64()).collect::<Vec<_>>();
+            this.old_style_offsets = (0..g.array_len()).map(|_| g.i64()).collect();
         }
         if version >= 1 {
             this.timestamp = g.i64();
@@ -374,7 +374,7 @@ impl ListOffsetsTopicResponse {
         let flexible = version >= 6;
         let mut this = Self::default();
         this.name = g.string();
-        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartitionResponse::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartitionResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

@@ -155,7 +155,7 @@ impl MetadataRequest {
     pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
         let flexible = version >= 9;
         let mut this = Self::default();
-        this.topics = if (version >= 1) && g.chance(4) { None } else { Some((0..g.array_len()).map(|_| MetadataRequestTopic::sample(g, version)).collect::<Vec<_>>()) };
+        this.topics = if (version >= 1) && g.chance(4) { None } else { Some((0..g.array_len()).map(|_| MetadataRequestTopic::sample(g, version)).collect()) };
         if version >= 4 {
             this.allow_auto_topic_creation = g.bool();
         }

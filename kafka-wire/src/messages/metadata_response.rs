@@ -171,14 +171,14 @@ impl MetadataResponse {
         if version >= 3 {
             this.throttle_time_ms = g.i32();
         }
-        this.brokers = (0..g.array_len()).map(|_| MetadataResponseBroker::sample(g, version)).collect::<Vec<_>>();
+        this.brokers = (0..g.array_len()).map(|_| MetadataResponseBroker::sample(g, version)).collect();
         if version >= 2 {
             this.cluster_id = if g.chance(4) { None } else { Some(g.string()) };
         }
         if version >= 1 {
             this.controller_id = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| MetadataResponseTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| MetadataResponseTopic::sample(g, version)).collect();
         if (8..=10).contains(&version) {
             this.cluster_authorized_operations = g.i32();
         }
@@ -326,15 +326,15 @@ pub struct MetadataResponsePartition {
     /// The set of all nodes that host this partition.
     ///
     /// Versions 0+.
-    pub replica_nodes: Vec<i32>,
+    pub replica_nodes: Int32Array,
     /// The set of nodes that are in sync with the leader for this partition.
     ///
     /// Versions 0+.
-    pub isr_nodes: Vec<i32>,
+    pub isr_nodes: Int32Array,
     /// The set of offline replicas of this partition.
     ///
     /// Versions 5+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -346,9 +346,9 @@ impl Default for MetadataResponsePartition {
             partition_index: 0,
             leader_id: 0,
             leader_epoch: -1,
-            replica_nodes: Vec::new(),
-            isr_nodes: Vec::new(),
-            offline_replicas: Vec::new(),
+            replica_nodes: Int32Array::new(),
+            isr_nodes: Int32Array::new(),
+            offline_replicas: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -387,10 +387,10 @@ impl Decode for MetadataResponsePartition {
         if version >= 7 {
             this.leader_epoch = get_i32(buf)?;
         }
-        this.replica_nodes = get_array(buf, flexible, 4, "replica_nodes", get_i32)?;
-        this.isr_nodes = get_array(buf, flexible, 4, "isr_nodes", get_i32)?;
+        this.replica_nodes = get_int32_array(buf, flexible, "replica_nodes")?;
+        this.isr_nodes = get_int32_array(buf, flexible, "isr_nodes")?;
         if version >= 5 {
-            this.offline_replicas = get_array(buf, flexible, 4, "offline_replicas", get_i32)?;
+            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -445,10 +445,10 @@ impl MetadataResponsePartition {
         if version >= 7 {
             this.leader_epoch = g.i32();
         }
-        this.replica_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
-        this.isr_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replica_nodes = (0..g.array_len()).map(|_| g.i32()).collect();
+        this.isr_nodes = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 5 {
-            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -599,7 +599,7 @@ impl MetadataResponseTopic {
         if version >= 1 {
             this.is_internal = g.bool();
         }
-        this.partitions = (0..g.array_len()).map(|_| MetadataResponsePartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| MetadataResponsePartition::sample(g, version)).collect();
         if version >= 8 {
             this.topic_authorized_operations = g.i32();
         }

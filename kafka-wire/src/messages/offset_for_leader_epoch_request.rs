@@ -118,7 +118,7 @@ impl OffsetForLeaderEpochRequest {
         if version >= 3 {
             this.replica_id = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopic::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -314,7 +314,7 @@ impl OffsetForLeaderTopic {
         let flexible = version >= 4;
         let mut this = Self::default();
         this.topic = g.string();
-        this.partitions = (0..g.array_len()).map(|_| OffsetForLeaderPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| OffsetForLeaderPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

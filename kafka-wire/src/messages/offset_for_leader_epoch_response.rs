@@ -118,7 +118,7 @@ impl OffsetForLeaderEpochResponse {
         if version >= 2 {
             this.throttle_time_ms = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopicResult::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopicResult::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -323,7 +323,7 @@ impl OffsetForLeaderTopicResult {
         let flexible = version >= 4;
         let mut this = Self::default();
         this.topic = g.string();
-        this.partitions = (0..g.array_len()).map(|_| EpochEndOffset::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| EpochEndOffset::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

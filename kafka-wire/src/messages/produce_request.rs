@@ -138,7 +138,7 @@ impl ProduceRequest {
         }
         this.acks = g.i16();
         this.timeout_ms = g.i32();
-        this.topic_data = (0..g.array_len()).map(|_| TopicProduceData::sample(g, version)).collect::<Vec<_>>();
+        this.topic_data = (0..g.array_len()).map(|_| TopicProduceData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -317,7 +317,7 @@ impl TopicProduceData {
         let flexible = version >= 9;
         let mut this = Self::default();
         this.name = g.string();
-        this.partition_data = (0..g.array_len()).map(|_| PartitionProduceData::sample(g, version)).collect::<Vec<_>>();
+        this.partition_data = (0..g.array_len()).map(|_| PartitionProduceData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

@@ -142,12 +142,12 @@ impl ProduceResponse {
     pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
         let flexible = version >= 9;
         let mut this = Self::default();
-        this.responses = (0..g.array_len()).map(|_| TopicProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        this.responses = (0..g.array_len()).map(|_| TopicProduceResponse::sample(g, version)).collect();
         if version >= 1 {
             this.throttle_time_ms = g.i32();
         }
         if version >= 10 && g.chance(2) {
-            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -554,7 +554,7 @@ impl PartitionProduceResponse {
             this.log_start_offset = g.i64();
         }
         if version >= 8 {
-            this.record_errors = (0..g.array_len()).map(|_| BatchIndexAndErrorMessage::sample(g, version)).collect::<Vec<_>>();
+            this.record_errors = (0..g.array_len()).map(|_| BatchIndexAndErrorMessage::sample(g, version)).collect();
         }
         if version >= 8 {
             this.error_message = if g.chance(4) { None } else { Some(g.string()) };
@@ -651,7 +651,7 @@ impl TopicProduceResponse {
         let flexible = version >= 9;
         let mut this = Self::default();
         this.name = g.string();
-        this.partition_responses = (0..g.array_len()).map(|_| PartitionProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        this.partition_responses = (0..g.array_len()).map(|_| PartitionProduceResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

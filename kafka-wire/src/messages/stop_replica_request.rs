@@ -217,13 +217,13 @@ impl StopReplicaRequest {
             this.delete_partitions = g.bool();
         }
         if version <= 0 {
-            this.ungrouped_partitions = (0..g.array_len()).map(|_| StopReplicaPartitionV0::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partitions = (0..g.array_len()).map(|_| StopReplicaPartitionV0::sample(g, version)).collect();
         }
         if (1..=2).contains(&version) {
-            this.topics = (0..g.array_len()).map(|_| StopReplicaTopicV1::sample(g, version)).collect::<Vec<_>>();
+            this.topics = (0..g.array_len()).map(|_| StopReplicaTopicV1::sample(g, version)).collect();
         }
         if version >= 3 {
-            this.topic_states = (0..g.array_len()).map(|_| StopReplicaTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| StopReplicaTopicState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -351,7 +351,7 @@ pub struct StopReplicaTopicV1 {
     /// The partition indexes.
     ///
     /// Versions 1-2.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -360,7 +360,7 @@ impl Default for StopReplicaTopicV1 {
     fn default() -> Self {
         Self {
             name: ByteString::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -392,7 +392,7 @@ impl Decode for StopReplicaTopicV1 {
             this.name = get_string(buf, flexible, "name")?;
         }
         if (1..=2).contains(&version) {
-            this.partition_indexes = get_array(buf, flexible, 4, "partition_indexes", get_i32)?;
+            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -442,7 +442,7 @@ impl StopReplicaTopicV1 {
             this.name = g.string();
         }
         if (1..=2).contains(&version) {
-            this.partition_indexes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.partition_indexes = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -680,7 +680,7 @@ impl StopReplicaTopicState {
             this.topic_name = g.string();
         }
         if version >= 3 {
-            this.partition_states = (0..g.array_len()).map(|_| StopReplicaPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| StopReplicaPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

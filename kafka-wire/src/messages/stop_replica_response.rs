@@ -110,7 +110,7 @@ impl StopReplicaResponse {
         let flexible = version >= 2;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.partition_errors = (0..g.array_len()).map(|_| StopReplicaPartitionError::sample(g, version)).collect::<Vec<_>>();
+        this.partition_errors = (0..g.array_len()).map(|_| StopReplicaPartitionError::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

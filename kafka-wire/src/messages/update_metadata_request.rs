@@ -218,12 +218,12 @@ impl UpdateMetadataRequest {
             this.broker_epoch = g.i64();
         }
         if version <= 4 {
-            this.ungrouped_partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect();
         }
         if version >= 5 {
-            this.topic_states = (0..g.array_len()).map(|_| UpdateMetadataTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| UpdateMetadataTopicState::sample(g, version)).collect();
         }
-        this.live_brokers = (0..g.array_len()).map(|_| UpdateMetadataBroker::sample(g, version)).collect::<Vec<_>>();
+        this.live_brokers = (0..g.array_len()).map(|_| UpdateMetadataBroker::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -349,7 +349,7 @@ impl UpdateMetadataTopicState {
             this.topic_id = g.uuid();
         }
         if version >= 5 {
-            this.partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -640,7 +640,7 @@ impl UpdateMetadataBroker {
             this.v0_port = g.i32();
         }
         if version >= 1 {
-            this.endpoints = (0..g.array_len()).map(|_| UpdateMetadataEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.endpoints = (0..g.array_len()).map(|_| UpdateMetadataEndpoint::sample(g, version)).collect();
         }
         if version >= 2 {
             this.rack = if g.chance(4) { None } else { Some(g.string()) };
@@ -678,7 +678,7 @@ pub struct UpdateMetadataPartitionState {
     /// The brokers which are in the ISR for this partition.
     ///
     /// Versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: Int32Array,
     /// The Zookeeper version.
     ///
     /// Versions 0+.
@@ -686,11 +686,11 @@ pub struct UpdateMetadataPartitionState {
     /// All the replicas of this partition.
     ///
     /// Versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: Int32Array,
     /// The replicas of this partition which are offline.
     ///
     /// Versions 4+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -703,10 +703,10 @@ impl Default for UpdateMetadataPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: Int32Array::new(),
             zk_version: 0,
-            replicas: Vec::new(),
-            offline_replicas: Vec::new(),
+            replicas: Int32Array::new(),
+            offline_replicas: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -748,11 +748,11 @@ impl Decode for UpdateMetadataPartitionState {
         this.controller_epoch = get_i32(buf)?;
         this.leader = get_i32(buf)?;
         this.leader_epoch = get_i32(buf)?;
-        this.isr = get_array(buf, flexible, 4, "isr", get_i32)?;
+        this.isr = get_int32_array(buf, flexible, "isr")?;
         this.zk_version = get_i32(buf)?;
-        this.replicas = get_array(buf, flexible, 4, "replicas", get_i32)?;
+        this.replicas = get_int32_array(buf, flexible, "replicas")?;
         if version >= 4 {
-            this.offline_replicas = get_array(buf, flexible, 4, "offline_replicas", get_i32)?;
+            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -810,11 +810,11 @@ impl UpdateMetadataPartitionState {
         this.controller_epoch = g.i32();
         this.leader = g.i32();
         this.leader_epoch = g.i32();
-        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect();
         this.zk_version = g.i32();
-        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 4 {
-            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
