@@ -249,6 +249,50 @@ pub fn get_nullable_array<B: Buf, T>(
     Ok(Some(v))
 }
 
+/// Reads a nullable (compact) array of structs, decoding each element in place into a
+/// default value pushed onto the vector (large structs are not moved); see
+/// [`get_nullable_array`] for the count check.
+#[inline]
+pub fn get_nullable_struct_array<B: Buf, T: Default>(
+    buf: &mut B,
+    compact: bool,
+    min_elem: usize,
+    what: &'static str,
+    mut elem: impl FnMut(&mut B, &mut T) -> Result<(), DecodeError>,
+) -> Result<Option<Vec<T>>, DecodeError> {
+    let Some(n) = get_len(buf, compact, true, what)? else {
+        return Ok(None);
+    };
+    if n.checked_mul(min_elem.max(1))
+        .is_none_or(|need| need > buf.remaining())
+    {
+        return Err(DecodeError::InvalidLength {
+            what,
+            length: n as i64,
+        });
+    }
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(T::default());
+        if let Some(slot) = v.last_mut() {
+            elem(buf, slot)?;
+        }
+    }
+    Ok(Some(v))
+}
+
+/// Reads a non-nullable (compact) array of structs; see [`get_nullable_struct_array`].
+#[inline]
+pub fn get_struct_array<B: Buf, T: Default>(
+    buf: &mut B,
+    compact: bool,
+    min_elem: usize,
+    what: &'static str,
+    elem: impl FnMut(&mut B, &mut T) -> Result<(), DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    get_nullable_struct_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
+}
+
 /// Reads a non-nullable (compact) array; see [`get_nullable_array`].
 #[inline]
 pub fn get_array<B: Buf, T>(
@@ -377,15 +421,12 @@ fn put_len<W: WireWrite>(
 ) -> Result<(), EncodeError> {
     let too_long = |length| EncodeError::TooLong { what, length };
     if compact {
-        let v = match len {
-            None => 0,
-            Some(l) => u32::try_from(l)
-                .ok()
-                .and_then(|l| l.checked_add(1))
-                .filter(|&l| l <= i32::MAX as u32)
-                .ok_or_else(|| too_long(l))?,
-        };
-        w.write_unsigned_varint(v);
+        match len {
+            None => w.write_u8(0),
+            Some(l) if l < 0x7f => w.write_u8(l as u8 + 1),
+            Some(l) if l < i32::MAX as usize => w.write_unsigned_varint(l as u32 + 1),
+            Some(l) => return Err(too_long(l)),
+        }
     } else if wide {
         let v = match len {
             None => -1,

@@ -192,7 +192,13 @@ fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
         Ty::Array(inner) => {
             let min = min_elem(inner);
             let er = elem_reader(inner, &what);
-            if **inner == Ty::Int32 {
+            if let Ty::Struct(n) = &**inner {
+                let er = format!("|b, slot: &mut {n}| {n}::decode_into(slot, b, version)");
+                (
+                    format!("get_nullable_struct_array({b}, flexible, {min}, {what:?}, {er})?"),
+                    format!("get_struct_array({b}, flexible, {min}, {what:?}, {er})?"),
+                )
+            } else if **inner == Ty::Int32 {
                 (
                     format!("get_nullable_int32_array({b}, flexible, {what:?})?"),
                     format!("get_int32_array({b}, flexible, {what:?})?"),
@@ -416,8 +422,15 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         "impl Decode for {name} {{\n    fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {{"
     );
     out.push_str(&api_key_check("DecodeError"));
+    out.push_str(
+        "        let mut this = Self::default();\n        Self::decode_into(&mut this, buf, version)?;\n        Ok(this)\n    }\n}\n\n",
+    );
+    let _ = writeln!(
+        out,
+        "impl {name} {{\n    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).\n    \
+         #[doc(hidden)]\n    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {{"
+    );
     let _ = writeln!(out, "        let flexible = version >= {flex_min};");
-    out.push_str("        let mut this = Self::default();\n");
     for f in st.fields.iter().filter(|f| f.tag.is_none()) {
         let fname = snake(&f.name);
         match cond(&f.versions, valid) {
@@ -469,7 +482,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             "                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),\n                }\n",
         );
     }
-    out.push_str("            }\n        }\n        Ok(this)\n    }\n}\n\n");
+    out.push_str("            }\n        }\n        Ok(())\n    }\n}\n\n");
 
     // Encode
     let _ = writeln!(

@@ -63,8 +63,17 @@ impl Decode for ApiVersionsRequest {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 18, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ApiVersionsRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 3 {
             this.client_software_name = get_string(buf, flexible, "client_software_name")?;
         }
@@ -78,7 +87,7 @@ impl Decode for ApiVersionsRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -87,10 +87,19 @@ impl Decode for ApiVersionsResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 18, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ApiVersionsResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
-        this.api_keys = get_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b| ApiVersion::decode(b, version))?;
+        this.api_keys = get_struct_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b, slot: &mut ApiVersion| ApiVersion::decode_into(slot, b, version))?;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -100,13 +109,13 @@ impl Decode for ApiVersionsResponse {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 3 => {
-                        this.supported_features = get_tagged(buf, size, |b| Ok(get_array(b, flexible, SupportedFeatureKey::min_len(version), "supported_features", |b| SupportedFeatureKey::decode(b, version))?))?;
+                        this.supported_features = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, SupportedFeatureKey::min_len(version), "supported_features", |b, slot: &mut SupportedFeatureKey| SupportedFeatureKey::decode_into(slot, b, version))?))?;
                     }
                     1 if version >= 3 => {
                         this.finalized_features_epoch = get_tagged(buf, size, |b| Ok(get_i64(b)?))?;
                     }
                     2 if version >= 3 => {
-                        this.finalized_features = get_tagged(buf, size, |b| Ok(get_array(b, flexible, FinalizedFeatureKey::min_len(version), "finalized_features", |b| FinalizedFeatureKey::decode(b, version))?))?;
+                        this.finalized_features = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, FinalizedFeatureKey::min_len(version), "finalized_features", |b, slot: &mut FinalizedFeatureKey| FinalizedFeatureKey::decode_into(slot, b, version))?))?;
                     }
                     3 if version >= 3 => {
                         this.zk_migration_ready = get_tagged(buf, size, |b| Ok(get_bool(b)?))?;
@@ -115,7 +124,7 @@ impl Decode for ApiVersionsResponse {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -280,8 +289,17 @@ impl ApiVersion {
 
 impl Decode for ApiVersion {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ApiVersion {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.api_key = get_i16(buf)?;
         this.min_version = get_i16(buf)?;
         this.max_version = get_i16(buf)?;
@@ -292,7 +310,7 @@ impl Decode for ApiVersion {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -384,8 +402,17 @@ impl SupportedFeatureKey {
 
 impl Decode for SupportedFeatureKey {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl SupportedFeatureKey {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
@@ -402,7 +429,7 @@ impl Decode for SupportedFeatureKey {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -512,8 +539,17 @@ impl FinalizedFeatureKey {
 
 impl Decode for FinalizedFeatureKey {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FinalizedFeatureKey {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
@@ -530,7 +566,7 @@ impl Decode for FinalizedFeatureKey {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

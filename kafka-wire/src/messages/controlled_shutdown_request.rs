@@ -61,8 +61,17 @@ impl Decode for ControlledShutdownRequest {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 7, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ControlledShutdownRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.broker_id = get_i32(buf)?;
         if version >= 2 {
             this.broker_epoch = get_i64(buf)?;
@@ -74,7 +83,7 @@ impl Decode for ControlledShutdownRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

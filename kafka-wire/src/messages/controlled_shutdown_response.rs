@@ -59,10 +59,19 @@ impl Decode for ControlledShutdownResponse {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 7, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ControlledShutdownResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
-        this.remaining_partitions = get_array(buf, flexible, RemainingPartition::min_len(version), "remaining_partitions", |b| RemainingPartition::decode(b, version))?;
+        this.remaining_partitions = get_struct_array(buf, flexible, RemainingPartition::min_len(version), "remaining_partitions", |b, slot: &mut RemainingPartition| RemainingPartition::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -70,7 +79,7 @@ impl Decode for ControlledShutdownResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -159,8 +168,17 @@ impl RemainingPartition {
 
 impl Decode for RemainingPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl RemainingPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.topic_name = get_string(buf, flexible, "topic_name")?;
         this.partition_index = get_i32(buf)?;
         if flexible {
@@ -170,7 +188,7 @@ impl Decode for RemainingPartition {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

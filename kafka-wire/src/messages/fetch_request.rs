@@ -131,8 +131,17 @@ impl Decode for FetchRequest {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 1, version });
         }
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 14 {
             this.replica_id = get_i32(buf)?;
         }
@@ -150,9 +159,9 @@ impl Decode for FetchRequest {
         if version >= 7 {
             this.session_epoch = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, FetchTopic::min_len(version), "topics", |b| FetchTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, FetchTopic::min_len(version), "topics", |b, slot: &mut FetchTopic| FetchTopic::decode_into(slot, b, version))?;
         if version >= 7 {
-            this.forgotten_topics_data = get_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b| ForgottenTopic::decode(b, version))?;
+            this.forgotten_topics_data = get_struct_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b, slot: &mut ForgottenTopic| ForgottenTopic::decode_into(slot, b, version))?;
         }
         if version >= 11 {
             this.rack_id = get_string(buf, flexible, "rack_id")?;
@@ -172,7 +181,7 @@ impl Decode for FetchRequest {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -347,8 +356,17 @@ impl ReplicaState {
 
 impl Decode for ReplicaState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ReplicaState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 15 {
             this.replica_id = get_i32(buf)?;
         }
@@ -362,7 +380,7 @@ impl Decode for ReplicaState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -487,8 +505,17 @@ impl FetchPartition {
 
 impl Decode for FetchPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         this.partition = get_i32(buf)?;
         if version >= 9 {
             this.current_leader_epoch = get_i32(buf)?;
@@ -513,7 +540,7 @@ impl Decode for FetchPartition {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -638,15 +665,24 @@ impl FetchTopic {
 
 impl Decode for FetchTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 12 {
             this.topic = get_string(buf, flexible, "topic")?;
         }
         if version >= 13 {
             this.topic_id = get_uuid(buf)?;
         }
-        this.partitions = get_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b| FetchPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b, slot: &mut FetchPartition| FetchPartition::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -654,7 +690,7 @@ impl Decode for FetchTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -755,8 +791,17 @@ impl ForgottenTopic {
 
 impl Decode for ForgottenTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ForgottenTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if (7..=12).contains(&version) {
             this.topic = get_string(buf, flexible, "topic")?;
         }
@@ -773,7 +818,7 @@ impl Decode for ForgottenTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -82,8 +82,17 @@ impl Decode for FetchResponse {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 1, version });
         }
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -93,20 +102,20 @@ impl Decode for FetchResponse {
         if version >= 7 {
             this.session_id = get_i32(buf)?;
         }
-        this.responses = get_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b| FetchableTopicResponse::decode(b, version))?;
+        this.responses = get_struct_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b, slot: &mut FetchableTopicResponse| FetchableTopicResponse::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 16 => {
-                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b| NodeEndpoint::decode(b, version))?))?;
+                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b, slot: &mut NodeEndpoint| NodeEndpoint::decode_into(slot, b, version))?))?;
                     }
                     _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -237,8 +246,17 @@ impl EpochEndOffset {
 
 impl Decode for EpochEndOffset {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl EpochEndOffset {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 12 {
             this.epoch = get_i32(buf)?;
         }
@@ -252,7 +270,7 @@ impl Decode for EpochEndOffset {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -346,8 +364,17 @@ impl LeaderIdAndEpoch {
 
 impl Decode for LeaderIdAndEpoch {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderIdAndEpoch {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 12 {
             this.leader_id = get_i32(buf)?;
         }
@@ -361,7 +388,7 @@ impl Decode for LeaderIdAndEpoch {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -451,8 +478,17 @@ impl SnapshotId {
 
 impl Decode for SnapshotId {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl SnapshotId {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         this.end_offset = get_i64(buf)?;
         this.epoch = get_i32(buf)?;
         if flexible {
@@ -462,7 +498,7 @@ impl Decode for SnapshotId {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -544,8 +580,17 @@ impl AbortedTransaction {
 
 impl Decode for AbortedTransaction {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl AbortedTransaction {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 4 {
             this.producer_id = get_i64(buf)?;
         }
@@ -559,7 +604,7 @@ impl Decode for AbortedTransaction {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -708,8 +753,17 @@ impl PartitionData {
 
 impl Decode for PartitionData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         this.partition_index = get_i32(buf)?;
         this.error_code = get_i16(buf)?;
         this.high_watermark = get_i64(buf)?;
@@ -720,7 +774,7 @@ impl Decode for PartitionData {
             this.log_start_offset = get_i64(buf)?;
         }
         if version >= 4 {
-            this.aborted_transactions = get_nullable_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b| AbortedTransaction::decode(b, version))?;
+            this.aborted_transactions = get_nullable_struct_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b, slot: &mut AbortedTransaction| AbortedTransaction::decode_into(slot, b, version))?;
         }
         if version >= 11 {
             this.preferred_read_replica = get_i32(buf)?;
@@ -744,7 +798,7 @@ impl Decode for PartitionData {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -922,15 +976,24 @@ impl FetchableTopicResponse {
 
 impl Decode for FetchableTopicResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchableTopicResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 12 {
             this.topic = get_string(buf, flexible, "topic")?;
         }
         if version >= 13 {
             this.topic_id = get_uuid(buf)?;
         }
-        this.partitions = get_array(buf, flexible, PartitionData::min_len(version), "partitions", |b| PartitionData::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, PartitionData::min_len(version), "partitions", |b, slot: &mut PartitionData| PartitionData::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -938,7 +1001,7 @@ impl Decode for FetchableTopicResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -1047,8 +1110,17 @@ impl NodeEndpoint {
 
 impl Decode for NodeEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl NodeEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 16 {
             this.node_id = get_i32(buf)?;
         }
@@ -1068,7 +1140,7 @@ impl Decode for NodeEndpoint {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

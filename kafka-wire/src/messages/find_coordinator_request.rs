@@ -71,8 +71,17 @@ impl Decode for FindCoordinatorRequest {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 10, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FindCoordinatorRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version <= 3 {
             this.key = get_string(buf, flexible, "key")?;
         }
@@ -89,7 +98,7 @@ impl Decode for FindCoordinatorRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

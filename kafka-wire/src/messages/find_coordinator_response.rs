@@ -103,8 +103,17 @@ impl Decode for FindCoordinatorResponse {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 10, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FindCoordinatorResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -124,7 +133,7 @@ impl Decode for FindCoordinatorResponse {
             this.port = get_i32(buf)?;
         }
         if version >= 4 {
-            this.coordinators = get_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b| Coordinator::decode(b, version))?;
+            this.coordinators = get_struct_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b, slot: &mut Coordinator| Coordinator::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -133,7 +142,7 @@ impl Decode for FindCoordinatorResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -306,8 +315,17 @@ impl Coordinator {
 
 impl Decode for Coordinator {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl Coordinator {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 4 {
             this.key = get_string(buf, flexible, "key")?;
         }
@@ -333,7 +351,7 @@ impl Decode for Coordinator {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -75,8 +75,17 @@ impl Decode for InitProducerIdRequest {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 22, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl InitProducerIdRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         this.transaction_timeout_ms = get_i32(buf)?;
         if version >= 3 {
@@ -92,7 +101,7 @@ impl Decode for InitProducerIdRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

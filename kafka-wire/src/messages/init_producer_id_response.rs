@@ -71,8 +71,17 @@ impl Decode for InitProducerIdResponse {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 22, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl InitProducerIdResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.throttle_time_ms = get_i32(buf)?;
         this.error_code = get_i16(buf)?;
         this.producer_id = get_i64(buf)?;
@@ -84,7 +93,7 @@ impl Decode for InitProducerIdResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

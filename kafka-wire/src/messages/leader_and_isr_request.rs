@@ -105,8 +105,17 @@ impl Decode for LeaderAndIsrRequest {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 4, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.controller_id = get_i32(buf)?;
         if version >= 7 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -119,12 +128,12 @@ impl Decode for LeaderAndIsrRequest {
             this.type_ = get_i8(buf)?;
         }
         if version <= 1 {
-            this.ungrouped_partition_states = get_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b| LeaderAndIsrPartitionState::decode(b, version))?;
+            this.ungrouped_partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if version >= 2 {
-            this.topic_states = get_array(buf, flexible, LeaderAndIsrTopicState::min_len(version), "topic_states", |b| LeaderAndIsrTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, LeaderAndIsrTopicState::min_len(version), "topic_states", |b, slot: &mut LeaderAndIsrTopicState| LeaderAndIsrTopicState::decode_into(slot, b, version))?;
         }
-        this.live_leaders = get_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b| LeaderAndIsrLiveLeader::decode(b, version))?;
+        this.live_leaders = get_struct_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b, slot: &mut LeaderAndIsrLiveLeader| LeaderAndIsrLiveLeader::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -132,7 +141,7 @@ impl Decode for LeaderAndIsrRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -275,8 +284,17 @@ impl LeaderAndIsrTopicState {
 
 impl Decode for LeaderAndIsrTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 2 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -284,7 +302,7 @@ impl Decode for LeaderAndIsrTopicState {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 2 {
-            this.partition_states = get_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b| LeaderAndIsrPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -293,7 +311,7 @@ impl Decode for LeaderAndIsrTopicState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -396,8 +414,17 @@ impl LeaderAndIsrLiveLeader {
 
 impl Decode for LeaderAndIsrLiveLeader {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrLiveLeader {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.broker_id = get_i32(buf)?;
         this.host_name = get_string(buf, flexible, "host_name")?;
         this.port = get_i32(buf)?;
@@ -408,7 +435,7 @@ impl Decode for LeaderAndIsrLiveLeader {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -558,8 +585,17 @@ impl LeaderAndIsrPartitionState {
 
 impl Decode for LeaderAndIsrPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version <= 1 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -589,7 +625,7 @@ impl Decode for LeaderAndIsrPartitionState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

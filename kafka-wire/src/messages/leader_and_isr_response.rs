@@ -69,14 +69,23 @@ impl Decode for LeaderAndIsrResponse {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 4, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.error_code = get_i16(buf)?;
         if version <= 4 {
-            this.partition_errors = get_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b| LeaderAndIsrPartitionError::decode(b, version))?;
+            this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if version >= 5 {
-            this.topics = get_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b| LeaderAndIsrTopicError::decode(b, version))?;
+            this.topics = get_struct_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b, slot: &mut LeaderAndIsrTopicError| LeaderAndIsrTopicError::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -85,7 +94,7 @@ impl Decode for LeaderAndIsrResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -193,13 +202,22 @@ impl LeaderAndIsrTopicError {
 
 impl Decode for LeaderAndIsrTopicError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrTopicError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 5 {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 5 {
-            this.partition_errors = get_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b| LeaderAndIsrPartitionError::decode(b, version))?;
+            this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -208,7 +226,7 @@ impl Decode for LeaderAndIsrTopicError {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -307,8 +325,17 @@ impl LeaderAndIsrPartitionError {
 
 impl Decode for LeaderAndIsrPartitionError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrPartitionError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -321,7 +348,7 @@ impl Decode for LeaderAndIsrPartitionError {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

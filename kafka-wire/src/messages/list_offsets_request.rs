@@ -75,13 +75,22 @@ impl Decode for ListOffsetsRequest {
         if !(0..=10).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 2, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.replica_id = get_i32(buf)?;
         if version >= 2 {
             this.isolation_level = get_i8(buf)?;
         }
-        this.topics = get_array(buf, flexible, ListOffsetsTopic::min_len(version), "topics", |b| ListOffsetsTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, ListOffsetsTopic::min_len(version), "topics", |b, slot: &mut ListOffsetsTopic| ListOffsetsTopic::decode_into(slot, b, version))?;
         if version >= 10 {
             this.timeout_ms = get_i32(buf)?;
         }
@@ -92,7 +101,7 @@ impl Decode for ListOffsetsRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -211,8 +220,17 @@ impl ListOffsetsPartition {
 
 impl Decode for ListOffsetsPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.partition_index = get_i32(buf)?;
         if version >= 4 {
             this.current_leader_epoch = get_i32(buf)?;
@@ -228,7 +246,7 @@ impl Decode for ListOffsetsPartition {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -320,10 +338,19 @@ impl ListOffsetsTopic {
 
 impl Decode for ListOffsetsTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.name = get_string(buf, flexible, "name")?;
-        this.partitions = get_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b| ListOffsetsPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartition| ListOffsetsPartition::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -331,7 +358,7 @@ impl Decode for ListOffsetsTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -61,12 +61,21 @@ impl Decode for ListOffsetsResponse {
         if !(0..=10).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 2, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 2 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b| ListOffsetsTopicResponse::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b, slot: &mut ListOffsetsTopicResponse| ListOffsetsTopicResponse::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -74,7 +83,7 @@ impl Decode for ListOffsetsResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -199,8 +208,17 @@ impl ListOffsetsPartitionResponse {
 
 impl Decode for ListOffsetsPartitionResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsPartitionResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.partition_index = get_i32(buf)?;
         this.error_code = get_i16(buf)?;
         if version <= 0 {
@@ -222,7 +240,7 @@ impl Decode for ListOffsetsPartitionResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -333,10 +351,19 @@ impl ListOffsetsTopicResponse {
 
 impl Decode for ListOffsetsTopicResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsTopicResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.name = get_string(buf, flexible, "name")?;
-        this.partitions = get_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b| ListOffsetsPartitionResponse::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartitionResponse| ListOffsetsPartitionResponse::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -344,7 +371,7 @@ impl Decode for ListOffsetsTopicResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -77,9 +77,18 @@ impl Decode for MetadataRequest {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 3, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.topics = if version >= 1 { get_nullable_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b| MetadataRequestTopic::decode(b, version))? } else { Some(get_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b| MetadataRequestTopic::decode(b, version))?) };
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        this.topics = if version >= 1 { get_nullable_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))? } else { Some(get_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))?) };
         if version >= 4 {
             this.allow_auto_topic_creation = get_bool(buf)?;
         }
@@ -96,7 +105,7 @@ impl Decode for MetadataRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -215,8 +224,17 @@ impl MetadataRequestTopic {
 
 impl Decode for MetadataRequestTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataRequestTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.topic_id = get_uuid(buf)?;
         }
@@ -228,7 +246,7 @@ impl Decode for MetadataRequestTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

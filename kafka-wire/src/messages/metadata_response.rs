@@ -91,19 +91,28 @@ impl Decode for MetadataResponse {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 3, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 3 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.brokers = get_array(buf, flexible, MetadataResponseBroker::min_len(version), "brokers", |b| MetadataResponseBroker::decode(b, version))?;
+        this.brokers = get_struct_array(buf, flexible, MetadataResponseBroker::min_len(version), "brokers", |b, slot: &mut MetadataResponseBroker| MetadataResponseBroker::decode_into(slot, b, version))?;
         if version >= 2 {
             this.cluster_id = get_nullable_string(buf, flexible, "cluster_id")?;
         }
         if version >= 1 {
             this.controller_id = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b| MetadataResponseTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b, slot: &mut MetadataResponseTopic| MetadataResponseTopic::decode_into(slot, b, version))?;
         if (8..=10).contains(&version) {
             this.cluster_authorized_operations = get_i32(buf)?;
         }
@@ -114,7 +123,7 @@ impl Decode for MetadataResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -244,8 +253,17 @@ impl MetadataResponseBroker {
 
 impl Decode for MetadataResponseBroker {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponseBroker {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.node_id = get_i32(buf)?;
         this.host = get_string(buf, flexible, "host")?;
         this.port = get_i32(buf)?;
@@ -259,7 +277,7 @@ impl Decode for MetadataResponseBroker {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -379,8 +397,17 @@ impl MetadataResponsePartition {
 
 impl Decode for MetadataResponsePartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponsePartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.error_code = get_i16(buf)?;
         this.partition_index = get_i32(buf)?;
         this.leader_id = get_i32(buf)?;
@@ -399,7 +426,7 @@ impl Decode for MetadataResponsePartition {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -528,8 +555,17 @@ impl MetadataResponseTopic {
 
 impl Decode for MetadataResponseTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponseTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.error_code = get_i16(buf)?;
         this.name = if version >= 12 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
         if version >= 10 {
@@ -538,7 +574,7 @@ impl Decode for MetadataResponseTopic {
         if version >= 1 {
             this.is_internal = get_bool(buf)?;
         }
-        this.partitions = get_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b| MetadataResponsePartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b, slot: &mut MetadataResponsePartition| MetadataResponsePartition::decode_into(slot, b, version))?;
         if version >= 8 {
             this.topic_authorized_operations = get_i32(buf)?;
         }
@@ -549,7 +585,7 @@ impl Decode for MetadataResponseTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -61,12 +61,21 @@ impl Decode for OffsetForLeaderEpochRequest {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 23, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderEpochRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 3 {
             this.replica_id = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b| OffsetForLeaderTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopic| OffsetForLeaderTopic::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -74,7 +83,7 @@ impl Decode for OffsetForLeaderEpochRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -175,8 +184,17 @@ impl OffsetForLeaderPartition {
 
 impl Decode for OffsetForLeaderPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.partition = get_i32(buf)?;
         if version >= 2 {
             this.current_leader_epoch = get_i32(buf)?;
@@ -189,7 +207,7 @@ impl Decode for OffsetForLeaderPartition {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -273,10 +291,19 @@ impl OffsetForLeaderTopic {
 
 impl Decode for OffsetForLeaderTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b| OffsetForLeaderPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b, slot: &mut OffsetForLeaderPartition| OffsetForLeaderPartition::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -284,7 +311,7 @@ impl Decode for OffsetForLeaderTopic {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -61,12 +61,21 @@ impl Decode for OffsetForLeaderEpochResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 23, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderEpochResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 2 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b| OffsetForLeaderTopicResult::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopicResult| OffsetForLeaderTopicResult::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -74,7 +83,7 @@ impl Decode for OffsetForLeaderEpochResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -181,8 +190,17 @@ impl EpochEndOffset {
 
 impl Decode for EpochEndOffset {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl EpochEndOffset {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.error_code = get_i16(buf)?;
         this.partition = get_i32(buf)?;
         if version >= 1 {
@@ -196,7 +214,7 @@ impl Decode for EpochEndOffset {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -282,10 +300,19 @@ impl OffsetForLeaderTopicResult {
 
 impl Decode for OffsetForLeaderTopicResult {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderTopicResult {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b| EpochEndOffset::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b, slot: &mut EpochEndOffset| EpochEndOffset::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -293,7 +320,7 @@ impl Decode for OffsetForLeaderTopicResult {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

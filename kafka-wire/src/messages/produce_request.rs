@@ -73,14 +73,23 @@ impl Decode for ProduceRequest {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 0, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ProduceRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
         this.acks = get_i16(buf)?;
         this.timeout_ms = get_i32(buf)?;
-        this.topic_data = get_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b| TopicProduceData::decode(b, version))?;
+        this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -88,7 +97,7 @@ impl Decode for ProduceRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -187,8 +196,17 @@ impl PartitionProduceData {
 
 impl Decode for PartitionProduceData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionProduceData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.index = get_i32(buf)?;
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
@@ -198,7 +216,7 @@ impl Decode for PartitionProduceData {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -276,10 +294,19 @@ impl TopicProduceData {
 
 impl Decode for TopicProduceData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl TopicProduceData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_data = get_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b| PartitionProduceData::decode(b, version))?;
+        this.partition_data = get_struct_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b, slot: &mut PartitionProduceData| PartitionProduceData::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -287,7 +314,7 @@ impl Decode for TopicProduceData {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -66,9 +66,18 @@ impl Decode for ProduceResponse {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 0, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.responses = get_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b| TopicProduceResponse::decode(b, version))?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        this.responses = get_struct_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b, slot: &mut TopicProduceResponse| TopicProduceResponse::decode_into(slot, b, version))?;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -78,13 +87,13 @@ impl Decode for ProduceResponse {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
-                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b| NodeEndpoint::decode(b, version))?))?;
+                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b, slot: &mut NodeEndpoint| NodeEndpoint::decode_into(slot, b, version))?))?;
                     }
                     _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -201,8 +210,17 @@ impl BatchIndexAndErrorMessage {
 
 impl Decode for BatchIndexAndErrorMessage {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl BatchIndexAndErrorMessage {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 8 {
             this.batch_index = get_i32(buf)?;
         }
@@ -216,7 +234,7 @@ impl Decode for BatchIndexAndErrorMessage {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -310,8 +328,17 @@ impl LeaderIdAndEpoch {
 
 impl Decode for LeaderIdAndEpoch {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderIdAndEpoch {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.leader_id = get_i32(buf)?;
         }
@@ -325,7 +352,7 @@ impl Decode for LeaderIdAndEpoch {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -458,8 +485,17 @@ impl PartitionProduceResponse {
 
 impl Decode for PartitionProduceResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.index = get_i32(buf)?;
         this.error_code = get_i16(buf)?;
         this.base_offset = get_i64(buf)?;
@@ -470,7 +506,7 @@ impl Decode for PartitionProduceResponse {
             this.log_start_offset = get_i64(buf)?;
         }
         if version >= 8 {
-            this.record_errors = get_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b| BatchIndexAndErrorMessage::decode(b, version))?;
+            this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
         }
         if version >= 8 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
@@ -487,7 +523,7 @@ impl Decode for PartitionProduceResponse {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -610,10 +646,19 @@ impl TopicProduceResponse {
 
 impl Decode for TopicProduceResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl TopicProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_responses = get_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b| PartitionProduceResponse::decode(b, version))?;
+        this.partition_responses = get_struct_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b, slot: &mut PartitionProduceResponse| PartitionProduceResponse::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -621,7 +666,7 @@ impl Decode for TopicProduceResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -720,8 +765,17 @@ impl NodeEndpoint {
 
 impl Decode for NodeEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl NodeEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.node_id = get_i32(buf)?;
         }
@@ -741,7 +795,7 @@ impl Decode for NodeEndpoint {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -107,8 +107,17 @@ impl Decode for StopReplicaRequest {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 5, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.controller_id = get_i32(buf)?;
         if version >= 4 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -121,13 +130,13 @@ impl Decode for StopReplicaRequest {
             this.delete_partitions = get_bool(buf)?;
         }
         if version <= 0 {
-            this.ungrouped_partitions = get_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b| StopReplicaPartitionV0::decode(b, version))?;
+            this.ungrouped_partitions = get_struct_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b, slot: &mut StopReplicaPartitionV0| StopReplicaPartitionV0::decode_into(slot, b, version))?;
         }
         if (1..=2).contains(&version) {
-            this.topics = get_array(buf, flexible, StopReplicaTopicV1::min_len(version), "topics", |b| StopReplicaTopicV1::decode(b, version))?;
+            this.topics = get_struct_array(buf, flexible, StopReplicaTopicV1::min_len(version), "topics", |b, slot: &mut StopReplicaTopicV1| StopReplicaTopicV1::decode_into(slot, b, version))?;
         }
         if version >= 3 {
-            this.topic_states = get_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b| StopReplicaTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b, slot: &mut StopReplicaTopicState| StopReplicaTopicState::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -136,7 +145,7 @@ impl Decode for StopReplicaRequest {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -277,8 +286,17 @@ impl StopReplicaPartitionV0 {
 
 impl Decode for StopReplicaPartitionV0 {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionV0 {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version <= 0 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -292,7 +310,7 @@ impl Decode for StopReplicaPartitionV0 {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -386,8 +404,17 @@ impl StopReplicaTopicV1 {
 
 impl Decode for StopReplicaTopicV1 {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaTopicV1 {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if (1..=2).contains(&version) {
             this.name = get_string(buf, flexible, "name")?;
         }
@@ -401,7 +428,7 @@ impl Decode for StopReplicaTopicV1 {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -504,8 +531,17 @@ impl StopReplicaPartitionState {
 
 impl Decode for StopReplicaPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version >= 3 {
             this.partition_index = get_i32(buf)?;
         }
@@ -522,7 +558,7 @@ impl Decode for StopReplicaPartitionState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -624,13 +660,22 @@ impl StopReplicaTopicState {
 
 impl Decode for StopReplicaTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version >= 3 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
         if version >= 3 {
-            this.partition_states = get_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b| StopReplicaPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b, slot: &mut StopReplicaPartitionState| StopReplicaPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -639,7 +684,7 @@ impl Decode for StopReplicaTopicState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

@@ -59,10 +59,19 @@ impl Decode for StopReplicaResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 5, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.error_code = get_i16(buf)?;
-        this.partition_errors = get_array(buf, flexible, StopReplicaPartitionError::min_len(version), "partition_errors", |b| StopReplicaPartitionError::decode(b, version))?;
+        this.partition_errors = get_struct_array(buf, flexible, StopReplicaPartitionError::min_len(version), "partition_errors", |b, slot: &mut StopReplicaPartitionError| StopReplicaPartitionError::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -70,7 +79,7 @@ impl Decode for StopReplicaResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -165,8 +174,17 @@ impl StopReplicaPartitionError {
 
 impl Decode for StopReplicaPartitionError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.topic_name = get_string(buf, flexible, "topic_name")?;
         this.partition_index = get_i32(buf)?;
         this.error_code = get_i16(buf)?;
@@ -177,7 +195,7 @@ impl Decode for StopReplicaPartitionError {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

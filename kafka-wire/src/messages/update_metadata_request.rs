@@ -102,8 +102,17 @@ impl Decode for UpdateMetadataRequest {
         if !(0..=8).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 6, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.controller_id = get_i32(buf)?;
         if version >= 8 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -113,12 +122,12 @@ impl Decode for UpdateMetadataRequest {
             this.broker_epoch = get_i64(buf)?;
         }
         if version <= 4 {
-            this.ungrouped_partition_states = get_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b| UpdateMetadataPartitionState::decode(b, version))?;
+            this.ungrouped_partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if version >= 5 {
-            this.topic_states = get_array(buf, flexible, UpdateMetadataTopicState::min_len(version), "topic_states", |b| UpdateMetadataTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, UpdateMetadataTopicState::min_len(version), "topic_states", |b, slot: &mut UpdateMetadataTopicState| UpdateMetadataTopicState::decode_into(slot, b, version))?;
         }
-        this.live_brokers = get_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b| UpdateMetadataBroker::decode(b, version))?;
+        this.live_brokers = get_struct_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b, slot: &mut UpdateMetadataBroker| UpdateMetadataBroker::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -131,7 +140,7 @@ impl Decode for UpdateMetadataRequest {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -284,8 +293,17 @@ impl UpdateMetadataTopicState {
 
 impl Decode for UpdateMetadataTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 5 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -293,7 +311,7 @@ impl Decode for UpdateMetadataTopicState {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 5 {
-            this.partition_states = get_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b| UpdateMetadataPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -302,7 +320,7 @@ impl Decode for UpdateMetadataTopicState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -419,8 +437,17 @@ impl UpdateMetadataEndpoint {
 
 impl Decode for UpdateMetadataEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 1 {
             this.port = get_i32(buf)?;
         }
@@ -440,7 +467,7 @@ impl Decode for UpdateMetadataEndpoint {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -570,8 +597,17 @@ impl UpdateMetadataBroker {
 
 impl Decode for UpdateMetadataBroker {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataBroker {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.id = get_i32(buf)?;
         if version <= 0 {
             this.v0_host = get_string(buf, flexible, "v0_host")?;
@@ -580,7 +616,7 @@ impl Decode for UpdateMetadataBroker {
             this.v0_port = get_i32(buf)?;
         }
         if version >= 1 {
-            this.endpoints = get_array(buf, flexible, UpdateMetadataEndpoint::min_len(version), "endpoints", |b| UpdateMetadataEndpoint::decode(b, version))?;
+            this.endpoints = get_struct_array(buf, flexible, UpdateMetadataEndpoint::min_len(version), "endpoints", |b, slot: &mut UpdateMetadataEndpoint| UpdateMetadataEndpoint::decode_into(slot, b, version))?;
         }
         if version >= 2 {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
@@ -592,7 +628,7 @@ impl Decode for UpdateMetadataBroker {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -739,8 +775,17 @@ impl UpdateMetadataPartitionState {
 
 impl Decode for UpdateMetadataPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -761,7 +806,7 @@ impl Decode for UpdateMetadataPartitionState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 

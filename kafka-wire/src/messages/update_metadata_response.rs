@@ -53,8 +53,17 @@ impl Decode for UpdateMetadataResponse {
         if !(0..=8).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 6, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.error_code = get_i16(buf)?;
         if flexible {
             let n = get_unsigned_varint(buf)?;
@@ -63,7 +72,7 @@ impl Decode for UpdateMetadataResponse {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
