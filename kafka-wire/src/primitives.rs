@@ -515,6 +515,21 @@ pub fn put_array_len<W: WireWrite>(
     put_len(w, len, compact, true, what)
 }
 
+/// Writes a (compact) array of `int32`.
+#[inline]
+pub fn put_int32_array<W: WireWrite>(
+    w: &mut W,
+    v: &[i32],
+    compact: bool,
+    what: &'static str,
+) -> Result<(), EncodeError> {
+    put_array_len(w, Some(v.len()), compact, what)?;
+    for x in v {
+        w.write_i32(*x);
+    }
+    Ok(())
+}
+
 /// Writes a uuid.
 #[inline]
 pub fn put_uuid<W: WireWrite>(w: &mut W, u: &Uuid) {

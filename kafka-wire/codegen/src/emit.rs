@@ -289,6 +289,21 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
                 | Ty::Float64 => "*e",
                 _ => "e",
             };
+            if **inner == Ty::Int32 {
+                if opt {
+                    let _ = writeln!(
+                        s,
+                        "{indent}match &{val} {{\n{indent}    None => put_array_len({w}, None, flexible, {what:?})?,\n\
+                         {indent}    Some(v) => put_int32_array({w}, v, flexible, {what:?})?,\n{indent}}}"
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "{indent}put_int32_array({w}, &{val}, flexible, {what:?})?;"
+                    );
+                }
+                return s;
+            }
             let body = match **inner {
                 Ty::Uuid => format!("put_uuid({w}, e);"),
                 Ty::String => format!("put_string({w}, e, flexible, {what:?})?;"),
@@ -314,6 +329,79 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
         }
     }
     s
+}
+
+/// Encoded size of a fixed-width type.
+fn fixed_size(t: &Ty) -> Option<usize> {
+    match t {
+        Ty::Bool | Ty::Int8 => Some(1),
+        Ty::Int16 | Ty::Uint16 => Some(2),
+        Ty::Int32 | Ty::Uint32 => Some(4),
+        Ty::Int64 | Ty::Float64 => Some(8),
+        Ty::Uuid => Some(16),
+        _ => None,
+    }
+}
+
+/// Runs of consecutive always-present fixed-width fields (two or more), as (start, end)
+/// indexes into `fields`.
+fn fixed_runs(fields: &[&Field], valid: &Range) -> Vec<(usize, usize)> {
+    let fixed =
+        |f: &Field| fixed_size(&f.ty).is_some() && matches!(cond(&f.versions, valid), Cond::Always);
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        if fixed(fields[i]) {
+            let mut j = i;
+            while j < fields.len() && fixed(fields[j]) {
+                j += 1;
+            }
+            if j - i >= 2 {
+                runs.push((i, j));
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    runs
+}
+
+/// Statements reading a run of fixed-width fields with one length check.
+fn read_fixed_run(run: &[&Field]) -> String {
+    let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
+    let mut fast = String::new();
+    let mut slow = String::new();
+    let mut o = 0;
+    for f in run {
+        let n = fixed_size(&f.ty).unwrap_or(0);
+        let bytes = (o..o + n)
+            .map(|k| format!("c[{k}]"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let fname = snake(&f.name);
+        let expr = match f.ty {
+            Ty::Bool => format!("c[{o}] != 0"),
+            Ty::Uuid => format!("Uuid([{bytes}])"),
+            Ty::Int8 => format!("i8::from_be_bytes([{bytes}])"),
+            Ty::Int16 => format!("i16::from_be_bytes([{bytes}])"),
+            Ty::Uint16 => format!("u16::from_be_bytes([{bytes}])"),
+            Ty::Int32 => format!("i32::from_be_bytes([{bytes}])"),
+            Ty::Uint32 => format!("u32::from_be_bytes([{bytes}])"),
+            Ty::Int64 => format!("i64::from_be_bytes([{bytes}])"),
+            _ => format!("f64::from_be_bytes([{bytes}])"),
+        };
+        let _ = writeln!(fast, "                this.{fname} = {expr};");
+        let _ = writeln!(
+            slow,
+            "                this.{fname} = {}?;",
+            read_scalar(&f.ty, "buf", &fname)
+        );
+        o += n;
+    }
+    format!(
+        "        {{\n            let c = buf.chunk();\n            if c.len() >= {total} {{\n{fast}                buf.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
+    )
 }
 
 fn doc(s: &mut String, indent: &str, text: &str) {
@@ -431,7 +519,15 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
          #[doc(hidden)]\n    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {{"
     );
     let _ = writeln!(out, "        let flexible = version >= {flex_min};");
-    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+    let non_tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_none()).collect();
+    let runs = fixed_runs(&non_tagged, valid);
+    for (i, f) in non_tagged.iter().enumerate() {
+        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&read_fixed_run(&non_tagged[a..b]));
+            }
+            continue;
+        }
         let fname = snake(&f.name);
         match cond(&f.versions, valid) {
             Cond::Never => {}
@@ -491,7 +587,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     );
     out.push_str(&api_key_check("EncodeError"));
     let _ = writeln!(out, "        let flexible = version >= {flex_min};");
-    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+    for f in &non_tagged {
         let fname = snake(&f.name);
         let val = format!("self.{fname}");
         let not_in = if f.ignorable {

@@ -300,9 +300,19 @@ impl ApiVersion {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 3;
-        this.api_key = get_i16(buf)?;
-        this.min_version = get_i16(buf)?;
-        this.max_version = get_i16(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.api_key = i16::from_be_bytes([c[0], c[1]]);
+                this.min_version = i16::from_be_bytes([c[2], c[3]]);
+                this.max_version = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.api_key = get_i16(buf)?;
+                this.min_version = get_i16(buf)?;
+                this.max_version = get_i16(buf)?;
+            }
+        }
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {

@@ -145,8 +145,17 @@ impl FetchRequest {
         if version <= 14 {
             this.replica_id = get_i32(buf)?;
         }
-        this.max_wait_ms = get_i32(buf)?;
-        this.min_bytes = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 8 {
+                this.max_wait_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.min_bytes = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                buf.advance(8);
+            } else {
+                this.max_wait_ms = get_i32(buf)?;
+                this.min_bytes = get_i32(buf)?;
+            }
+        }
         if version >= 3 {
             this.max_bytes = get_i32(buf)?;
         }
@@ -832,8 +841,7 @@ impl Encode for ForgottenTopic {
             put_uuid(w, &self.topic_id);
         }
         if version >= 7 {
-            put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { w.write_i32(*e); }
+            put_int32_array(w, &self.partitions, flexible, "partitions")?;
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }

@@ -489,8 +489,17 @@ impl SnapshotId {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        this.end_offset = get_i64(buf)?;
-        this.epoch = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 12 {
+                this.end_offset = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                this.epoch = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                buf.advance(12);
+            } else {
+                this.end_offset = get_i64(buf)?;
+                this.epoch = get_i32(buf)?;
+            }
+        }
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
@@ -764,9 +773,19 @@ impl PartitionData {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
-        this.high_watermark = get_i64(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 14 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                buf.advance(14);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+                this.high_watermark = get_i64(buf)?;
+            }
+        }
         if version >= 4 {
             this.last_stable_offset = get_i64(buf)?;
         }

@@ -599,10 +599,21 @@ impl LeaderAndIsrPartitionState {
         if version <= 1 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        this.partition_index = get_i32(buf)?;
-        this.controller_epoch = get_i32(buf)?;
-        this.leader = get_i32(buf)?;
-        this.leader_epoch = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 16 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                buf.advance(16);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.controller_epoch = get_i32(buf)?;
+                this.leader = get_i32(buf)?;
+                this.leader_epoch = get_i32(buf)?;
+            }
+        }
         this.isr = get_int32_array(buf, flexible, "isr")?;
         this.partition_epoch = get_i32(buf)?;
         this.replicas = get_int32_array(buf, flexible, "replicas")?;
@@ -639,18 +650,14 @@ impl Encode for LeaderAndIsrPartitionState {
         w.write_i32(self.controller_epoch);
         w.write_i32(self.leader);
         w.write_i32(self.leader_epoch);
-        put_array_len(w, Some(self.isr.len()), flexible, "isr")?;
-        for e in &self.isr { w.write_i32(*e); }
+        put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.partition_epoch);
-        put_array_len(w, Some(self.replicas.len()), flexible, "replicas")?;
-        for e in &self.replicas { w.write_i32(*e); }
+        put_int32_array(w, &self.replicas, flexible, "replicas")?;
         if version >= 3 {
-            put_array_len(w, Some(self.adding_replicas.len()), flexible, "adding_replicas")?;
-            for e in &self.adding_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.adding_replicas, flexible, "adding_replicas")?;
         }
         if version >= 3 {
-            put_array_len(w, Some(self.removing_replicas.len()), flexible, "removing_replicas")?;
-            for e in &self.removing_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.removing_replicas, flexible, "removing_replicas")?;
         }
         if version >= 1 {
             put_bool(w, self.is_new);

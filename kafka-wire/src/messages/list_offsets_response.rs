@@ -219,8 +219,17 @@ impl ListOffsetsPartitionResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+            }
+        }
         if version <= 0 {
             this.old_style_offsets = get_array(buf, flexible, 8, "old_style_offsets", get_i64)?;
         }

@@ -408,9 +408,19 @@ impl MetadataResponsePartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        this.error_code = get_i16(buf)?;
-        this.partition_index = get_i32(buf)?;
-        this.leader_id = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 10 {
+                this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                this.partition_index = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                this.leader_id = i32::from_be_bytes([c[6], c[7], c[8], c[9]]);
+                buf.advance(10);
+            } else {
+                this.error_code = get_i16(buf)?;
+                this.partition_index = get_i32(buf)?;
+                this.leader_id = get_i32(buf)?;
+            }
+        }
         if version >= 7 {
             this.leader_epoch = get_i32(buf)?;
         }
@@ -439,13 +449,10 @@ impl Encode for MetadataResponsePartition {
         if version >= 7 {
             w.write_i32(self.leader_epoch);
         }
-        put_array_len(w, Some(self.replica_nodes.len()), flexible, "replica_nodes")?;
-        for e in &self.replica_nodes { w.write_i32(*e); }
-        put_array_len(w, Some(self.isr_nodes.len()), flexible, "isr_nodes")?;
-        for e in &self.isr_nodes { w.write_i32(*e); }
+        put_int32_array(w, &self.replica_nodes, flexible, "replica_nodes")?;
+        put_int32_array(w, &self.isr_nodes, flexible, "isr_nodes")?;
         if version >= 5 {
-            put_array_len(w, Some(self.offline_replicas.len()), flexible, "offline_replicas")?;
-            for e in &self.offline_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.offline_replicas, flexible, "offline_replicas")?;
         }
         if flexible {
             let n = self.unknown_tagged_fields.len();

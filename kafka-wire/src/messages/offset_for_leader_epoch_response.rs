@@ -201,8 +201,17 @@ impl EpochEndOffset {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        this.error_code = get_i16(buf)?;
-        this.partition = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                this.partition = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.error_code = get_i16(buf)?;
+                this.partition = get_i32(buf)?;
+            }
+        }
         if version >= 1 {
             this.leader_epoch = get_i32(buf)?;
         }

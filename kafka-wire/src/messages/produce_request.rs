@@ -87,8 +87,17 @@ impl ProduceRequest {
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
-        this.acks = get_i16(buf)?;
-        this.timeout_ms = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.acks = i16::from_be_bytes([c[0], c[1]]);
+                this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.acks = get_i16(buf)?;
+                this.timeout_ms = get_i32(buf)?;
+            }
+        }
         this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
             let n = get_unsigned_varint(buf)?;

@@ -496,9 +496,19 @@ impl PartitionProduceResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        this.index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
-        this.base_offset = get_i64(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 14 {
+                this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                buf.advance(14);
+            } else {
+                this.index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+                this.base_offset = get_i64(buf)?;
+            }
+        }
         if version >= 2 {
             this.log_append_time_ms = get_i64(buf)?;
         }

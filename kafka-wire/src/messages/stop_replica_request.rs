@@ -441,8 +441,7 @@ impl Encode for StopReplicaTopicV1 {
                 return Err(EncodeError::FieldNotInVersion { field: "name", version });
             }
         if (1..=2).contains(&version) {
-            put_array_len(w, Some(self.partition_indexes.len()), flexible, "partition_indexes")?;
-            for e in &self.partition_indexes { w.write_i32(*e); }
+            put_int32_array(w, &self.partition_indexes, flexible, "partition_indexes")?;
         } else if !self.partition_indexes.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_indexes", version });
             }

@@ -186,8 +186,17 @@ impl StopReplicaPartitionError {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topic_name = get_string(buf, flexible, "topic_name")?;
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+            }
+        }
         if flexible {
             let n = get_unsigned_varint(buf)?;
             for _ in 0..n {
