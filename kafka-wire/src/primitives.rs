@@ -129,6 +129,18 @@ pub fn get_uuid<B: Buf>(buf: &mut B) -> Result<Uuid, DecodeError> {
     Ok(Uuid(b))
 }
 
+/// Reads an unsigned varint, taking the one-byte case without a loop.
+#[inline(always)]
+pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
+    if let Some(&b) = buf.chunk().first() {
+        if b < 0x80 {
+            buf.advance(1);
+            return Ok(u32::from(b));
+        }
+    }
+    get_unsigned_varint(buf)
+}
+
 /// Reads a length prefix: `int16` (strings) or `int32` (bytes, arrays) when not compact,
 /// unsigned varint minus one when compact. `None` is null (-1).
 #[inline]
@@ -139,7 +151,7 @@ fn get_len<B: Buf>(
     what: &'static str,
 ) -> Result<Option<usize>, DecodeError> {
     let len: i64 = if compact {
-        i64::from(get_unsigned_varint(buf)?) - 1
+        i64::from(get_uvarint(buf)?) - 1
     } else if wide {
         i64::from(get_i32(buf)?)
     } else {
@@ -316,6 +328,21 @@ pub fn get_nullable_int32_array<B: Buf>(
     compact: bool,
     what: &'static str,
 ) -> Result<Option<Int32Array>, DecodeError> {
+    // Fast path: a one-byte compact length and up to four elements, all in the current chunk.
+    if compact {
+        let c = buf.chunk();
+        if let Some(&b0) = c.first() {
+            let n = usize::from(b0).wrapping_sub(1);
+            if (1..=5).contains(&b0) && c.len() > 4 * n {
+                let mut inline = [0i32; 4];
+                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
+                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                }
+                buf.advance(1 + 4 * n);
+                return Ok(Some(Int32Array::from_buf_and_len(inline, n)));
+            }
+        }
+    }
     let Some(n) = get_len(buf, compact, true, what)? else {
         return Ok(None);
     };
@@ -352,8 +379,8 @@ pub fn get_int32_array<B: Buf>(
 /// Reads the header of one tagged field: its tag and its size, checked against what remains.
 #[inline]
 pub fn get_tag_header<B: Buf>(buf: &mut B) -> Result<(u32, usize), DecodeError> {
-    let tag = get_unsigned_varint(buf)?;
-    let size = get_unsigned_varint(buf)? as usize;
+    let tag = get_uvarint(buf)?;
+    let size = get_uvarint(buf)? as usize;
     if size > buf.remaining() {
         return Err(DecodeError::InvalidLength {
             what: "tagged field",

@@ -549,7 +549,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     }
     let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
     tagged.sort_by_key(|f| f.tag.map(|t| t.0));
-    out.push_str("        if flexible {\n            let n = get_unsigned_varint(buf)?;\n            for _ in 0..n {\n");
+    out.push_str("        if flexible {\n            let n = get_uvarint(buf)?;\n            for _ in 0..n {\n");
     out.push_str("                let (tag, size) = get_tag_header(buf)?;\n");
     let mut arms = String::new();
     for f in &tagged {

@@ -73,7 +73,7 @@ impl ControlledShutdownResponse {
         this.error_code = get_i16(buf)?;
         this.remaining_partitions = get_struct_array(buf, flexible, RemainingPartition::min_len(version), "remaining_partitions", |b, slot: &mut RemainingPartition| RemainingPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -182,7 +182,7 @@ impl RemainingPartition {
         this.topic_name = get_string(buf, flexible, "topic_name")?;
         this.partition_index = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

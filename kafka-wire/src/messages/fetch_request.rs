@@ -176,7 +176,7 @@ impl FetchRequest {
             this.rack_id = get_string(buf, flexible, "rack_id")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -383,7 +383,7 @@ impl ReplicaState {
             this.replica_epoch = get_i64(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -538,7 +538,7 @@ impl FetchPartition {
         }
         this.partition_max_bytes = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -693,7 +693,7 @@ impl FetchTopic {
         }
         this.partitions = get_struct_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b, slot: &mut FetchPartition| FetchPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -821,7 +821,7 @@ impl ForgottenTopic {
             this.partitions = get_int32_array(buf, flexible, "partitions")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

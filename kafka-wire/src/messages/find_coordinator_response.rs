@@ -136,7 +136,7 @@ impl FindCoordinatorResponse {
             this.coordinators = get_struct_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b, slot: &mut Coordinator| Coordinator::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -345,7 +345,7 @@ impl Coordinator {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -135,7 +135,7 @@ impl LeaderAndIsrRequest {
         }
         this.live_leaders = get_struct_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b, slot: &mut LeaderAndIsrLiveLeader| LeaderAndIsrLiveLeader::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -305,7 +305,7 @@ impl LeaderAndIsrTopicState {
             this.partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -429,7 +429,7 @@ impl LeaderAndIsrLiveLeader {
         this.host_name = get_string(buf, flexible, "host_name")?;
         this.port = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -630,7 +630,7 @@ impl LeaderAndIsrPartitionState {
             this.leader_recovery_state = get_i8(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

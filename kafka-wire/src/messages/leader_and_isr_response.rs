@@ -88,7 +88,7 @@ impl LeaderAndIsrResponse {
             this.topics = get_struct_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b, slot: &mut LeaderAndIsrTopicError| LeaderAndIsrTopicError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -220,7 +220,7 @@ impl LeaderAndIsrTopicError {
             this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -351,7 +351,7 @@ impl LeaderAndIsrPartitionError {
             }
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

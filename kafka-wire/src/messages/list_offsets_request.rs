@@ -95,7 +95,7 @@ impl ListOffsetsRequest {
             this.timeout_ms = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -240,7 +240,7 @@ impl ListOffsetsPartition {
             this.max_num_offsets = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -352,7 +352,7 @@ impl ListOffsetsTopic {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartition| ListOffsetsPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

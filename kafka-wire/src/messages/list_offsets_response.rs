@@ -77,7 +77,7 @@ impl ListOffsetsResponse {
         }
         this.topics = get_struct_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b, slot: &mut ListOffsetsTopicResponse| ListOffsetsTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -243,7 +243,7 @@ impl ListOffsetsPartitionResponse {
             this.leader_epoch = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -374,7 +374,7 @@ impl ListOffsetsTopicResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartitionResponse| ListOffsetsPartitionResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -99,7 +99,7 @@ impl MetadataRequest {
             this.include_topic_authorized_operations = get_bool(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -240,7 +240,7 @@ impl MetadataRequestTopic {
         }
         this.name = if version >= 10 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -77,7 +77,7 @@ impl OffsetForLeaderEpochRequest {
         }
         this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopic| OffsetForLeaderTopic::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -201,7 +201,7 @@ impl OffsetForLeaderPartition {
         }
         this.leader_epoch = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -305,7 +305,7 @@ impl OffsetForLeaderTopic {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partitions = get_struct_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b, slot: &mut OffsetForLeaderPartition| OffsetForLeaderPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

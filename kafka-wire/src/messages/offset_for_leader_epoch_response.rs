@@ -77,7 +77,7 @@ impl OffsetForLeaderEpochResponse {
         }
         this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopicResult| OffsetForLeaderTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -217,7 +217,7 @@ impl EpochEndOffset {
         }
         this.end_offset = get_i64(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -323,7 +323,7 @@ impl OffsetForLeaderTopicResult {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partitions = get_struct_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b, slot: &mut EpochEndOffset| EpochEndOffset::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -100,7 +100,7 @@ impl ProduceRequest {
         }
         this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -219,7 +219,7 @@ impl PartitionProduceData {
         this.index = get_i32(buf)?;
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -317,7 +317,7 @@ impl TopicProduceData {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_data = get_struct_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b, slot: &mut PartitionProduceData| PartitionProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

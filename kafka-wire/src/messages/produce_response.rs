@@ -82,7 +82,7 @@ impl ProduceResponse {
             this.throttle_time_ms = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -228,7 +228,7 @@ impl BatchIndexAndErrorMessage {
             this.batch_index_error_message = get_nullable_string(buf, flexible, "batch_index_error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -346,7 +346,7 @@ impl LeaderIdAndEpoch {
             this.leader_epoch = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -522,7 +522,7 @@ impl PartitionProduceResponse {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -670,7 +670,7 @@ impl TopicProduceResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_responses = get_struct_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b, slot: &mut PartitionProduceResponse| PartitionProduceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -799,7 +799,7 @@ impl NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -139,7 +139,7 @@ impl StopReplicaRequest {
             this.topic_states = get_struct_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b, slot: &mut StopReplicaTopicState| StopReplicaTopicState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -304,7 +304,7 @@ impl StopReplicaPartitionV0 {
             this.partition_index = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -422,7 +422,7 @@ impl StopReplicaTopicV1 {
             this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -551,7 +551,7 @@ impl StopReplicaPartitionState {
             this.delete_partition = get_bool(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -677,7 +677,7 @@ impl StopReplicaTopicState {
             this.partition_states = get_struct_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b, slot: &mut StopReplicaPartitionState| StopReplicaPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

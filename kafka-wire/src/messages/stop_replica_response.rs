@@ -73,7 +73,7 @@ impl StopReplicaResponse {
         this.error_code = get_i16(buf)?;
         this.partition_errors = get_struct_array(buf, flexible, StopReplicaPartitionError::min_len(version), "partition_errors", |b, slot: &mut StopReplicaPartitionError| StopReplicaPartitionError::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -198,7 +198,7 @@ impl StopReplicaPartitionError {
             }
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));

@@ -129,7 +129,7 @@ impl UpdateMetadataRequest {
         }
         this.live_brokers = get_struct_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b, slot: &mut UpdateMetadataBroker| UpdateMetadataBroker::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -314,7 +314,7 @@ impl UpdateMetadataTopicState {
             this.partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -461,7 +461,7 @@ impl UpdateMetadataEndpoint {
             this.security_protocol = get_i16(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -622,7 +622,7 @@ impl UpdateMetadataBroker {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
@@ -811,7 +811,7 @@ impl UpdateMetadataPartitionState {
             this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
