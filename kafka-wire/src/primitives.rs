@@ -478,7 +478,11 @@ pub fn put_string<W: WireWrite>(
     compact: bool,
     what: &'static str,
 ) -> Result<(), EncodeError> {
-    put_len(w, Some(s.len()), compact, false, what)?;
+    if compact && s.len() < 0x7f {
+        w.write_u8(s.len() as u8 + 1);
+    } else {
+        put_len(w, Some(s.len()), compact, false, what)?;
+    }
     w.write_slice(s.as_bytes());
     Ok(())
 }
@@ -532,14 +536,20 @@ pub fn put_nullable_bytes<W: WireWrite>(
 }
 
 /// Writes an array length (`None` is a null array).
-#[inline]
+#[inline(always)]
 pub fn put_array_len<W: WireWrite>(
     w: &mut W,
     len: Option<usize>,
     compact: bool,
     what: &'static str,
 ) -> Result<(), EncodeError> {
-    put_len(w, len, compact, true, what)
+    match len {
+        Some(l) if compact && l < 0x7f => {
+            w.write_u8(l as u8 + 1);
+            Ok(())
+        }
+        _ => put_len(w, len, compact, true, what),
+    }
 }
 
 /// Writes a (compact) array of `int32`.
@@ -590,7 +600,21 @@ pub fn put_unknown_tagged_below<W: WireWrite>(
 }
 
 /// Writes a tagged-field section holding only `unknown` fields.
+#[inline(always)]
 pub fn put_unknown_tagged_fields<W: WireWrite>(
+    w: &mut W,
+    unknown: &[RawTaggedField],
+) -> Result<(), EncodeError> {
+    if unknown.is_empty() {
+        w.write_u8(0);
+        Ok(())
+    } else {
+        put_some_unknown_tagged_fields(w, unknown)
+    }
+}
+
+#[inline(never)]
+fn put_some_unknown_tagged_fields<W: WireWrite>(
     w: &mut W,
     unknown: &[RawTaggedField],
 ) -> Result<(), EncodeError> {

@@ -654,15 +654,13 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     for h in &has_vars {
         let _ = write!(count, " + {h}");
     }
-    let _ = writeln!(
-        out,
-        "            let n = {count};\n            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong {{ what: \"tagged fields\", length: n }})?;\n            w.write_unsigned_varint(n);"
-    );
     if tagged.is_empty() {
-        out.push_str(
-            "            let mut next = 0;\n            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);\n",
-        );
+        out.push_str("            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;\n");
     } else {
+        let _ = writeln!(
+            out,
+            "            let n = {count};\n            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong {{ what: \"tagged fields\", length: n }})?;\n            w.write_unsigned_varint(n);"
+        );
         out.push_str("            let mut next = 0;\n");
         for f in &tagged {
             let Some((tag, tv)) = f.tag else { continue };
