@@ -2,3 +2,6 @@
 //!
 //! A broker's half of Kafka replication (SPEC K4, K8): logs, partitions, ISR / log end offset /
 //! high watermark, leader-epoch truncation, and fetch with a delayed-fetch purgatory.
+
+pub mod purgatory;
+pub mod timer;
