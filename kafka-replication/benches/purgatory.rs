@@ -13,14 +13,22 @@ use std::alloc::System;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use cap::Cap;
 use criterion::{criterion_group, Criterion};
 use futures::StreamExt;
 use kafka_replication::purgatory::Purgatory;
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use tokio_util::time::{delay_queue, DelayQueue};
 
 #[global_allocator]
-static ALLOC: Cap<System> = Cap::new(System, usize::MAX);
+static ALLOC: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Bytes currently held on the heap.
+fn allocated() -> usize {
+    let s = ALLOC.stats();
+    // Reallocations are counted apart, as a signed growth.
+    (s.bytes_allocated as isize - s.bytes_deallocated as isize + s.bytes_reallocated).max(0)
+        as usize
+}
 
 const OPS: u32 = 1_000_000;
 const PARTITIONS: u32 = 1_000;
@@ -149,9 +157,9 @@ fn summary() {
         peer.as_secs_f64() / ours.as_secs_f64()
     );
 
-    let before = ALLOC.allocated();
+    let before = allocated();
     let p = purgatory_register();
-    let held = ALLOC.allocated().saturating_sub(before);
+    let held = allocated().saturating_sub(before);
     println!(
         "purgatory memory: {} bytes for {} waiting ops = {:.1} bytes/op (target <= 128)",
         held,
@@ -160,7 +168,7 @@ fn summary() {
     );
     drop(p);
 
-    let before = ALLOC.allocated();
+    let before = allocated();
     let held = rt.block_on(async {
         let mut dq: DelayQueue<Op> = DelayQueue::new();
         let mut watchers: Vec<Vec<delay_queue::Key>> = vec![Vec::new(); PARTITIONS as usize];
@@ -168,7 +176,7 @@ fn summary() {
             let (op, timeout) = op(i);
             watchers[op.partition as usize].push(dq.insert(op, Duration::from_millis(timeout)));
         }
-        let held = ALLOC.allocated().saturating_sub(before);
+        let held = allocated().saturating_sub(before);
         drop((dq, watchers));
         held
     });

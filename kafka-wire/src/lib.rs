@@ -9,6 +9,9 @@
 //! [`DecodeError`] and never a panic or an unbounded allocation.
 
 pub mod error;
+pub mod error_code;
+pub mod frame;
+pub mod records;
 pub mod varint;
 
 pub use error::{DecodeError, EncodeError};
