@@ -3,5 +3,7 @@
 //! A broker's half of Kafka replication (SPEC K4, K8): logs, partitions, ISR / log end offset /
 //! high watermark, leader-epoch truncation, and fetch with a delayed-fetch purgatory.
 
+pub mod epoch_cache;
+pub mod log;
 pub mod purgatory;
 pub mod timer;
