@@ -4,6 +4,11 @@
 //! high watermark, leader-epoch truncation, and fetch with a delayed-fetch purgatory.
 
 pub mod epoch_cache;
+pub mod isr;
 pub mod log;
+pub mod partition;
 pub mod purgatory;
 pub mod timer;
+
+#[cfg(test)]
+mod sim;

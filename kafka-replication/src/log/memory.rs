@@ -120,6 +120,8 @@ impl LogStorage for MemoryLog {
 
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
         if offset >= self.log_end_offset {
+            // An epoch entry without data (a leader that wrote nothing) may still conflict.
+            self.epochs.truncate_from_end(self.log_end_offset);
             return Ok(());
         }
         let keep = self.batches.partition_point(|b| b.last_offset() < offset);

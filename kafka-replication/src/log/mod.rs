@@ -99,7 +99,9 @@ pub trait LogStorage {
         min_one_batch: bool,
     ) -> Result<Bytes, LogError>;
 
-    /// Removes every batch holding an offset ≥ `offset` and the epoch entries past the new end.
+    /// Removes every batch holding an offset ≥ `offset` and the epoch entries starting at or
+    /// after the new end (even when no batch goes: a leader may have assigned an epoch and
+    /// written nothing).
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError>;
 
     /// The leader-epoch cache.
@@ -188,6 +190,28 @@ pub(crate) fn learn_epochs(
         }
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! Record sets for tests.
+    use bytes::Bytes;
+    use kafka_wire::records::RecordBatchBuilder;
+
+    /// One batch of `records` small records (base offset 0, no epoch: a producer's batch).
+    pub fn batch(records: usize) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0);
+        for i in 0..records {
+            let value = format!("value-{i}");
+            if let Err(e) = b.append(1_000 + i as i64, None, Some(value.as_bytes()), &[]) {
+                panic!("cannot build a test batch: {e}");
+            }
+        }
+        match b.build() {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("cannot build a test batch: {e}"),
+        }
+    }
 }
 
 /// Conformance checks any [`LogStorage`] implementation must pass; each function panics on a
