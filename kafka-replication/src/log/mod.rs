@@ -6,8 +6,11 @@
 //! (KIP-101) and records the epoch in the [`LeaderEpochCache`]; a follower append keeps the
 //! leader's offsets and epochs. Reads return whole batches as `Bytes`.
 
+pub mod checkpoint;
+mod file;
 mod memory;
 
+pub use file::{FileLog, FileLogConfig, FlushPolicy};
 pub use memory::MemoryLog;
 
 use bytes::{Bytes, BytesMut};
