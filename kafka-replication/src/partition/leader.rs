@@ -154,6 +154,23 @@ impl<L: LogStorage> Partition<L> {
         now_ms: u64,
         params: &FetchParams,
     ) -> Result<FetchRead, PartitionError> {
+        let mut read = self.read_records(params)?;
+        if params.replica_id != CONSUMER_REPLICA_ID && read.diverging_epoch.is_none() {
+            read.high_watermark_advanced = self.update_follower_fetch_state(
+                now_ms,
+                params.replica_id,
+                params.fetch_offset,
+                params.log_start_offset,
+                read.log_end_offset,
+            );
+            read.high_watermark = self.high_watermark;
+        }
+        Ok(read)
+    }
+
+    /// K8.1 alone: reads for a fetch without recording anything (a delayed fetch re-reads
+    /// this way when it completes).
+    pub fn read_records(&self, params: &FetchParams) -> Result<FetchRead, PartitionError> {
         if !self.is_leader() {
             return Err(PartitionError::NotLeaderOrFollower);
         }
@@ -189,16 +206,6 @@ impl<L: LogStorage> Partition<L> {
             max_offset,
             params.min_one_batch,
         )?;
-        if from_follower {
-            read.high_watermark_advanced = self.update_follower_fetch_state(
-                now_ms,
-                params.replica_id,
-                params.fetch_offset,
-                params.log_start_offset,
-                leader_end_offset,
-            );
-            read.high_watermark = self.high_watermark;
-        }
         Ok(read)
     }
 
