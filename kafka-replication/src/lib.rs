@@ -159,6 +159,7 @@ pub mod isr;
 pub mod log;
 pub mod partition;
 pub mod purgatory;
+pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod timer;
 

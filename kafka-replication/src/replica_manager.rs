@@ -17,8 +17,12 @@ use kafka_wire::messages::leader_and_isr_request::LeaderAndIsrPartitionState;
 use kafka_wire::messages::leader_and_isr_response::{
     LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
 };
+use kafka_wire::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset as OffsetForLeaderEpochResult, OffsetForLeaderTopicResult,
+};
 use kafka_wire::messages::{
     FetchRequest, FetchResponse, LeaderAndIsrRequest, LeaderAndIsrResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
 use kafka_wire::Uuid;
 
@@ -151,6 +155,49 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// The partition `tp`, if this broker holds it.
     pub fn partition(&self, tp: &TopicPartition) -> Option<&Partition<L>> {
         self.partitions.get(tp)
+    }
+
+    /// The partition `tp` for a follower-side change (truncation, append of fetched data).
+    pub fn partition_mut(&mut self, tp: &TopicPartition) -> Option<&mut Partition<L>> {
+        self.partitions.get_mut(tp)
+    }
+
+    /// OffsetForLeaderEpoch on the leader (KIP-279, fenced by KIP-320): for every partition,
+    /// the largest epoch ≤ the requested one and its end offset, or the error.
+    pub fn offset_for_leader_epoch(
+        &self,
+        request: &OffsetForLeaderEpochRequest,
+    ) -> OffsetForLeaderEpochResponse {
+        let mut response = OffsetForLeaderEpochResponse::default();
+        for t in &request.topics {
+            let mut topic = OffsetForLeaderTopicResult {
+                topic: t.topic.clone(),
+                ..Default::default()
+            };
+            for p in &t.partitions {
+                let tp = TopicPartition::new(t.topic.to_string(), p.partition);
+                let mut result = OffsetForLeaderEpochResult {
+                    partition: p.partition,
+                    ..Default::default()
+                };
+                let answer = match self.partitions.get(&tp) {
+                    None => Err(ErrorCode::UnknownTopicOrPartition.code()),
+                    Some(part) => part
+                        .last_offset_for_leader_epoch(Some(p.current_leader_epoch), p.leader_epoch)
+                        .map_err(|e| error_code_of(&e)),
+                };
+                match answer {
+                    Ok(end) => {
+                        result.leader_epoch = end.epoch;
+                        result.end_offset = end.end_offset;
+                    }
+                    Err(code) => result.error_code = code,
+                }
+                topic.partitions.push(result);
+            }
+            response.topics.push(topic);
+        }
+        response
     }
 
     /// The newest controller epoch seen.
