@@ -62,6 +62,13 @@ pub enum ReplicaAction {
     /// Send to the [`IsrWriter`](crate::isr::IsrWriter); give the answer to
     /// [`ReplicaManager::on_isr_result`].
     AlterIsr(IsrProposal),
+    /// The answer to an acks=-1 produce that waited for replication.
+    ProduceResponse {
+        /// The id [`ReplicaManager::produce`] returned for it.
+        request_id: u64,
+        /// The response.
+        response: kafka_wire::messages::ProduceResponse,
+    },
     /// K8.6: the answer to a fetch that waited in the purgatory.
     FetchResponse {
         /// The id [`ReplicaManager::fetch`] returned for it.
@@ -106,6 +113,7 @@ pub struct ReplicaManager<L> {
     checkpoint_started: bool,
     fetchers: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
     fetch_purgatory: Purgatory<TopicPartition, DelayedFetch>,
+    produce_purgatory: Purgatory<TopicPartition, produce::DelayedProduce>,
     next_request_id: u64,
     next_isr_check_ms: u64,
     now_ms: u64,
@@ -145,6 +153,7 @@ impl<L: LogStorage> ReplicaManager<L> {
             checkpoint_started: false,
             fetchers: BTreeMap::new(),
             fetch_purgatory: Purgatory::new(now_ms),
+            produce_purgatory: Purgatory::new(now_ms),
             next_request_id: 0,
             next_isr_check_ms: now_ms + config.isr_check_interval_ms(),
             now_ms,
@@ -217,9 +226,13 @@ impl<L: LogStorage> ReplicaManager<L> {
 
     /// When [`ReplicaManager::tick`] should next run.
     pub fn next_deadline(&self) -> u64 {
-        self.fetch_purgatory
-            .next_deadline()
-            .map_or(self.next_isr_check_ms, |d| d.min(self.next_isr_check_ms))
+        [
+            self.fetch_purgatory.next_deadline(),
+            self.produce_purgatory.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.next_isr_check_ms, u64::min)
     }
 
     /// K4: `becomeLeaderOrFollower`. `version` selects the response layout (topics with ids
@@ -489,6 +502,8 @@ impl<L: LogStorage> ReplicaManager<L> {
         }
         self.fetch_purgatory.advance(now_ms);
         self.drain_finished_fetches();
+        self.produce_purgatory.advance(now_ms);
+        self.drain_finished_produces();
     }
 
     /// Appends as leader (acks 0 / 1 semantics: the append itself; acks=-1 is refused before
@@ -696,12 +711,17 @@ impl<L: LogStorage> ReplicaManager<L> {
         (response, bytes, must_answer)
     }
 
-    /// Checks the delayed fetches watching `tp` (HW, LEO or leadership changed).
+    /// Checks the delayed fetches and produces watching `tp` (HW, LEO, ISR or leadership
+    /// changed).
     fn fetch_purgatory_wake(&mut self, tp: &TopicPartition) {
         let partitions = &self.partitions;
         self.fetch_purgatory
             .check_and_complete(tp, |f| Self::delayed_fetch_satisfied(partitions, f));
         self.drain_finished_fetches();
+        let partitions = &self.partitions;
+        self.produce_purgatory
+            .check_and_complete(tp, |p| produce::satisfied(partitions, p));
+        self.drain_finished_produces();
     }
 
     /// Completed or expired delayed fetches re-read their partitions and are answered.
@@ -746,6 +766,11 @@ impl<L: LogStorage> ReplicaManager<L> {
         Ok(None)
     }
 }
+
+#[path = "replica_manager_produce.rs"]
+mod produce;
+
+pub use produce::ProduceOutcome;
 
 #[cfg(test)]
 #[path = "replica_manager_tests.rs"]

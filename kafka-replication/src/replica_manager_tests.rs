@@ -333,3 +333,143 @@ fn stop_replica_is_epoch_checked_and_can_delete() {
         .is_ok_and(|log| log.is_some()));
     assert!(m.partition(&tp(0)).is_none());
 }
+
+mod produce {
+    use super::*;
+    use crate::isr::{IsrResult, MemoryIsrWriter};
+    use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_wire::messages::ProduceRequest;
+
+    fn produce_request(acks: i16, timeout_ms: i32) -> ProduceRequest {
+        ProduceRequest {
+            acks,
+            timeout_ms,
+            topic_data: vec![TopicProduceData {
+                name: "t".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(batch(2)),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn manager_with(min_isr: usize) -> ReplicaManager<MemoryLog> {
+        let config = PartitionConfig {
+            replica_lag_time_max_ms: 30_000,
+            min_insync_replicas: min_isr,
+        };
+        let mut m = ReplicaManager::new(1, config, 0, Box::new(|_| Ok(MemoryLog::new())));
+        m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+        actions(&mut m);
+        m
+    }
+
+    fn produce_answer(m: &mut ReplicaManager<MemoryLog>) -> Option<(i16, i64)> {
+        actions(m).into_iter().find_map(|a| match a {
+            ReplicaAction::ProduceResponse { response, .. } => response
+                .responses
+                .first()
+                .and_then(|t| t.partition_responses.first())
+                .map(|p| (p.error_code, p.base_offset)),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn acks_0_sends_nothing_and_acks_1_answers_after_the_local_append() {
+        let mut m = manager_with(1);
+        assert_eq!(
+            m.produce(0, &produce_request(0, 1000)),
+            ProduceOutcome::NoResponse
+        );
+        let ProduceOutcome::Respond(r) = m.produce(0, &produce_request(1, 1000)) else {
+            panic!("acks=1 answers at once")
+        };
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset), (0, 2));
+        assert_eq!(m.delayed_produces(), 0);
+    }
+
+    #[test]
+    fn acks_all_waits_until_the_isr_has_the_records() {
+        let mut m = manager_with(2);
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 1000)) else {
+            panic!("acks=-1 waits")
+        };
+        assert_eq!(produce_answer(&mut m), None);
+        respond(m.fetch(5, &fetch_request(2, 0, 0, &[(0, 2, 1)])));
+        assert_eq!(produce_answer(&mut m), Some((0, 0)));
+    }
+
+    #[test]
+    fn acks_all_below_min_isr_is_refused_before_the_append() {
+        let mut m = manager_with(2);
+        m.become_leader_or_follower(
+            0,
+            &{
+                let mut r = lair(1, &[(0, 1, 2)]);
+                r.topic_states[0].partition_states[0].isr = vec![1];
+                r
+            },
+            4,
+        );
+        let ProduceOutcome::Respond(r) = m.produce(0, &produce_request(-1, 1000)) else {
+            panic!("refused at once")
+        };
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code,
+            ErrorCode::NotEnoughReplicas.code()
+        );
+        assert_eq!(m.partition(&tp(0)).map(|p| p.log_end_offset()), Some(0));
+    }
+
+    #[test]
+    fn acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrank() {
+        let mut m = manager_with(2);
+        let mut store = MemoryIsrWriter::new();
+        store.set(
+            tp(0),
+            crate::isr::LeaderAndIsr {
+                leader: 1,
+                leader_epoch: 1,
+                isr: vec![1, 2],
+                partition_epoch: 1,
+            },
+        );
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 60_000)) else {
+            panic!("acks=-1 waits")
+        };
+        m.tick(30_001); // follower 2 never fetched: out of the ISR
+        let proposal = actions(&mut m).into_iter().find_map(|a| match a {
+            ReplicaAction::AlterIsr(p) => Some(p),
+            _ => None,
+        });
+        let Some(proposal) = proposal else {
+            panic!("no ISR proposal")
+        };
+        let result = store.propose_now(&proposal);
+        assert!(matches!(result, IsrResult::Committed { .. }));
+        m.on_isr_result(&tp(0), result);
+        assert_eq!(
+            produce_answer(&mut m),
+            Some((ErrorCode::NotEnoughReplicasAfterAppend.code(), 0))
+        );
+    }
+
+    #[test]
+    fn acks_all_times_out() {
+        let mut m = manager_with(2);
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 100)) else {
+            panic!("acks=-1 waits")
+        };
+        m.tick(100);
+        assert_eq!(
+            produce_answer(&mut m),
+            Some((ErrorCode::RequestTimedOut.code(), 0))
+        );
+    }
+}
