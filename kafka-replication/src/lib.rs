@@ -157,6 +157,7 @@
 pub mod epoch_cache;
 pub mod isr;
 pub mod log;
+pub mod metadata_cache;
 pub mod partition;
 pub mod purgatory;
 pub mod replica_fetcher;

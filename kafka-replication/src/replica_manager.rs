@@ -28,6 +28,7 @@ use kafka_wire::Uuid;
 
 use crate::isr::{BrokerId, IsrProposal, IsrResult, TopicPartition};
 use crate::log::{LogError, LogStorage};
+use crate::metadata_cache::MetadataCache;
 use crate::partition::{
     FetchParams, Partition, PartitionConfig, PartitionError, PartitionState, CONSUMER_REPLICA_ID,
 };
@@ -109,6 +110,7 @@ pub struct ReplicaManager<L> {
     new_log: LogFactory<L>,
     partitions: HashMap<TopicPartition, Partition<L>>,
     topic_ids: HashMap<Uuid, String>,
+    metadata: MetadataCache,
     controller_epoch: i32,
     checkpoint_started: bool,
     fetchers: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
@@ -149,6 +151,7 @@ impl<L: LogStorage> ReplicaManager<L> {
             new_log,
             partitions: HashMap::new(),
             topic_ids: HashMap::new(),
+            metadata: MetadataCache::new(),
             controller_epoch: -1,
             checkpoint_started: false,
             fetchers: BTreeMap::new(),
@@ -207,6 +210,27 @@ impl<L: LogStorage> ReplicaManager<L> {
             response.topics.push(topic);
         }
         response
+    }
+
+    /// K5.1: UpdateMetadata into the metadata cache (STALE_CONTROLLER_EPOCH from a
+    /// controller older than the newest seen).
+    pub fn update_metadata(
+        &mut self,
+        request: &kafka_wire::messages::UpdateMetadataRequest,
+    ) -> kafka_wire::messages::UpdateMetadataResponse {
+        if request.controller_epoch < self.controller_epoch {
+            return kafka_wire::messages::UpdateMetadataResponse {
+                error_code: ErrorCode::StaleControllerEpoch.code(),
+                ..Default::default()
+            };
+        }
+        self.controller_epoch = request.controller_epoch;
+        self.metadata.update(request)
+    }
+
+    /// The metadata cache.
+    pub fn metadata(&self) -> &MetadataCache {
+        &self.metadata
     }
 
     /// The newest controller epoch seen.
