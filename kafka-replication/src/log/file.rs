@@ -450,10 +450,13 @@ impl FileLog {
             bytes: 0,
         };
         for b in batches {
+            let segment_bytes = self.config.segment_bytes.min(u32::MAX as u64);
             let roll = {
                 let a = self.active();
-                a.size > 0
-                    && a.size + b.size() as u64 > self.config.segment_bytes.min(u32::MAX as u64)
+                let too_big = a.size + b.size() as u64 > segment_bytes;
+                // Index entries hold offsets relative to the segment base in 32 bits.
+                let too_far = b.last_offset() - a.base_offset > i64::from(i32::MAX);
+                a.size > 0 && (too_big || too_far)
             };
             if roll {
                 self.active().file.sync_data()?;

@@ -222,3 +222,19 @@ fn truncation_across_segments_survives_a_restart() {
     assert_eq!(all(&log).len(), 11);
     assert_eq!(log.epoch_cache().latest_epoch(), Some(3));
 }
+
+#[test]
+fn follower_offsets_beyond_a_32_bit_relative_offset_roll_a_new_segment() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), FileLogConfig::default());
+    ok(log.append_as_leader(batch(1), 1));
+    let mut far = bytes::BytesMut::from(&batch(1)[..]);
+    ok(kafka_wire::records::rewrite_record_set(&mut far, 1 << 33, 1).map_err(LogError::from));
+    ok(log.append_as_follower(far.freeze()));
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(log.log_end_offset(), (1 << 33) + 1);
+    ok(log.flush());
+    drop(log);
+    let log = open(dir.path(), FileLogConfig::default());
+    assert_eq!(all(&log), vec![(0, 1), (1 << 33, 1)]);
+}
