@@ -131,24 +131,24 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-fn best_of(runs: usize, mut f: impl FnMut() -> (usize, usize)) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            let (completed, finished) = f();
-            let elapsed = start.elapsed();
-            assert_eq!(completed, OPS as usize / 2);
-            assert_eq!(finished, OPS as usize);
-            elapsed
-        })
-        .min()
-        .unwrap_or_default()
+fn timed(f: impl FnOnce() -> (usize, usize)) -> Duration {
+    let start = Instant::now();
+    let (completed, finished) = f();
+    let elapsed = start.elapsed();
+    assert_eq!(completed, OPS as usize / 2);
+    assert_eq!(finished, OPS as usize);
+    elapsed
 }
 
 fn summary() {
     let rt = paused_runtime();
-    let ours = best_of(5, purgatory_workload);
-    let peer = best_of(5, || delay_queue_workload(&rt));
+    // Interleaved, so that both sides see the same machine load; best of 5 each.
+    let mut ours = Duration::MAX;
+    let mut peer = Duration::MAX;
+    for _ in 0..5 {
+        ours = ours.min(timed(purgatory_workload));
+        peer = peer.min(timed(|| delay_queue_workload(&rt)));
+    }
     println!(
         "purgatory 1M ops: ha-blocks {:?}, DelayQueue {:?}, ratio {:.2}x (target >= 2x)",
         ours,

@@ -255,14 +255,33 @@ impl<K: Hash + Eq + Clone, T> Purgatory<K, T> {
     /// Advances time to `now_ms`: every waiting operation whose deadline is at or before it
     /// finishes as [`Outcome::Expired`].
     pub fn advance(&mut self, now_ms: u64) {
-        let mut due = Vec::new();
-        self.timer.advance(now_ms, |id| due.push(id));
-        for id in due {
+        let Purgatory {
+            slots,
+            free,
+            timer,
+            finished,
+            waiting,
+            stale_watches,
+            ..
+        } = self;
+        timer.advance(now_ms, |id| {
             // Entries of ops that finished otherwise are dead: skip them.
-            if self.get(id).is_some() {
-                self.finish(id.index, Outcome::Expired, 0);
+            if slots
+                .get(id.index as usize)
+                .is_some_and(|s| s.generation == id.generation && s.op.is_some())
+            {
+                Self::finish_slot(
+                    slots,
+                    free,
+                    finished,
+                    waiting,
+                    stale_watches,
+                    id.index,
+                    Outcome::Expired,
+                    0,
+                );
             }
-        }
+        });
         self.maybe_purge();
     }
 
