@@ -385,6 +385,56 @@ impl ReplicaFetcher {
     }
 }
 
+/// A [`LeaderLink`] to a leader's [`ReplicaManager`] in the same process, for tests and
+/// simulations. Fetches are answered at once (as with `max_wait_ms = 0`): a waiting fetch
+/// would need the leader's clock to move, which this link does not own.
+pub struct MemoryLeaderLink<L> {
+    leader: std::sync::Arc<std::sync::Mutex<ReplicaManager<L>>>,
+    clock: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<L> MemoryLeaderLink<L> {
+    /// A link to `leader`, reading the time from `clock` (milliseconds).
+    pub fn new(
+        leader: std::sync::Arc<std::sync::Mutex<ReplicaManager<L>>>,
+        clock: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) -> Self {
+        MemoryLeaderLink { leader, clock }
+    }
+}
+
+/// Why a [`MemoryLeaderLink`] round trip failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryLinkError {
+    /// The leader's lock was poisoned by a panic.
+    #[error("the leader's replica manager is unavailable")]
+    Poisoned,
+}
+
+#[async_trait]
+impl<L: LogStorage + Send> LeaderLink for MemoryLeaderLink<L> {
+    type Error = MemoryLinkError;
+
+    async fn fetch(&mut self, mut request: FetchRequest) -> Result<FetchResponse, Self::Error> {
+        request.max_wait_ms = 0;
+        let now = self.clock.load(std::sync::atomic::Ordering::Relaxed);
+        let mut leader = self.leader.lock().map_err(|_| MemoryLinkError::Poisoned)?;
+        match leader.fetch(now, &request) {
+            crate::replica_manager::FetchOutcome::Respond(r) => Ok(r),
+            // max_wait_ms = 0 always answers at once.
+            crate::replica_manager::FetchOutcome::Delayed { .. } => Ok(FetchResponse::default()),
+        }
+    }
+
+    async fn offset_for_leader_epoch(
+        &mut self,
+        request: OffsetForLeaderEpochRequest,
+    ) -> Result<OffsetForLeaderEpochResponse, Self::Error> {
+        let leader = self.leader.lock().map_err(|_| MemoryLinkError::Poisoned)?;
+        Ok(leader.offset_for_leader_epoch(&request))
+    }
+}
+
 #[cfg(test)]
 #[path = "replica_fetcher_tests.rs"]
 mod tests;

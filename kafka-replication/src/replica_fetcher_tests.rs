@@ -195,3 +195,28 @@ fn link_errors_back_off_the_whole_session() {
     assert!(fetcher.is_idle());
     let _ = follower.partition(&tp()).map(|p| p.log().log_end_offset());
 }
+
+#[test]
+fn memory_leader_link_carries_both_requests() {
+    use std::sync::{atomic::AtomicU64, Arc, Mutex};
+    let (mut leader, mut follower, mut fetcher) = setup(FetcherConfig::default());
+    assert!(leader.append_records(&tp(), batch(2), 1).is_ok());
+    let leader = Arc::new(Mutex::new(leader));
+    let mut link = MemoryLeaderLink::new(leader.clone(), Arc::new(AtomicU64::new(5)));
+    for _ in 0..3 {
+        match fetcher.poll_request(5, &mut follower) {
+            Some(FetcherRequest::OffsetForLeaderEpoch(req)) => {
+                let resp = futures::executor::block_on(link.offset_for_leader_epoch(req));
+                let resp = resp.unwrap_or_else(|e| panic!("link: {e}"));
+                fetcher.on_offset_for_leader_epoch_response(5, &resp, &mut follower);
+            }
+            Some(FetcherRequest::Fetch(req)) => {
+                let resp = futures::executor::block_on(link.fetch(req));
+                let resp = resp.unwrap_or_else(|e| panic!("link: {e}"));
+                fetcher.on_fetch_response(5, &resp, &mut follower);
+            }
+            None => {}
+        }
+    }
+    assert_eq!(leo(&follower), 2);
+}
