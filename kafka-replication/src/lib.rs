@@ -147,6 +147,71 @@
 //! assert_eq!(purgatory.poll_completed().map(|f| f.outcome), Some(Outcome::Expired));
 //! ```
 //!
+//! ## A broker: the replica manager
+//!
+//! [`replica_manager::ReplicaManager`] holds all partitions of one broker and speaks
+//! `kafka-wire` messages: LeaderAndIsr (K4), Fetch (K8) with delayed fetches, Produce with
+//! acks, OffsetForLeaderEpoch, UpdateMetadata, StopReplica. What it cannot do itself — ISR
+//! writes, fetcher changes, answers to requests that waited — comes out of `poll_action`. A
+//! follower's [`replica_fetcher::ReplicaFetcher`] drives its side against the leader:
+//!
+//! ```
+//! use kafka_replication::isr::TopicPartition;
+//! use kafka_replication::log::MemoryLog;
+//! use kafka_replication::partition::PartitionConfig;
+//! use kafka_replication::replica_fetcher::{FetcherConfig, FetcherRequest, ReplicaFetcher};
+//! use kafka_replication::replica_manager::{FetchOutcome, ReplicaManager};
+//! use kafka_wire::messages::leader_and_isr_request::{LeaderAndIsrPartitionState, LeaderAndIsrTopicState};
+//! use kafka_wire::messages::LeaderAndIsrRequest;
+//! use kafka_wire::records::RecordBatchBuilder;
+//!
+//! let request = LeaderAndIsrRequest {
+//!     controller_epoch: 1,
+//!     topic_states: vec![LeaderAndIsrTopicState {
+//!         topic_name: "orders".into(),
+//!         partition_states: vec![LeaderAndIsrPartitionState {
+//!             topic_name: "orders".into(), partition_index: 0, controller_epoch: 1,
+//!             leader: 1, leader_epoch: 0, isr: vec![1, 2], partition_epoch: 0,
+//!             replicas: vec![1, 2], ..Default::default()
+//!         }],
+//!         ..Default::default()
+//!     }],
+//!     ..Default::default()
+//! };
+//! let new_log = || -> kafka_replication::replica_manager::LogFactory<MemoryLog> {
+//!     Box::new(|_| Ok(MemoryLog::new()))
+//! };
+//! let mut broker1 = ReplicaManager::new(1, PartitionConfig::default(), 0, new_log());
+//! let mut broker2 = ReplicaManager::new(2, PartitionConfig::default(), 0, new_log());
+//! broker1.become_leader_or_follower(0, &request, 4); // K4.3: leader
+//! broker2.become_leader_or_follower(0, &request, 4); // K4.3: follower of broker 1
+//!
+//! let tp = TopicPartition::new("orders", 0);
+//! let mut batch = RecordBatchBuilder::new(0);
+//! batch.append(0, None, Some(b"paid"), &[])?;
+//! broker1.append_records(&tp, batch.build()?, -1)?;
+//!
+//! let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig { max_wait_ms: 0, ..Default::default() });
+//! fetcher.add_partitions([tp.clone()]);
+//! for now in 1..4 {
+//!     match fetcher.poll_request(now, &mut broker2) {
+//!         Some(FetcherRequest::OffsetForLeaderEpoch(req)) => {
+//!             let resp = broker1.offset_for_leader_epoch(&req);
+//!             fetcher.on_offset_for_leader_epoch_response(now, &resp, &mut broker2);
+//!         }
+//!         Some(FetcherRequest::Fetch(req)) => {
+//!             if let FetchOutcome::Respond(resp) = broker1.fetch(now, &req) {
+//!                 fetcher.on_fetch_response(now, &resp, &mut broker2);
+//!             }
+//!         }
+//!         None => {}
+//!     }
+//! }
+//! assert_eq!(broker2.partition(&tp).map(|p| p.log_end_offset()), Some(1));
+//! assert_eq!(broker1.partition(&tp).map(|p| p.high_watermark()), Some(1)); // committed
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Logs
 //!
 //! [`log::MemoryLog`] is for tests and simulation; [`log::FileLog`] keeps segments with an
