@@ -473,3 +473,39 @@ mod produce {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+    /// Hostile fetches — any replica id, offsets, epochs, byte limits, unknown partitions —
+    /// get per-partition error codes, never a panic, and never disturb the partition.
+    #[test]
+    fn arbitrary_fetches_never_panic_or_disturb_the_leader(
+        requests in proptest::collection::vec(
+            (-3i32..5, -100i32..1000, -5i32..5, proptest::collection::vec((-2i32..3, -10i64..20, -3i32..4, -10i32..100_000), 0..4)),
+            1..8,
+        )
+    ) {
+        let mut m = leader_with_data();
+        respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+        let hw = m.partition(&tp(0)).map(|p| p.high_watermark());
+        for (replica, max_wait, min_bytes, parts) in requests {
+            let mut req = fetch_request(replica, max_wait, min_bytes, &[]);
+            req.topics[0].partitions = parts
+                .iter()
+                .map(|&(partition, offset, epoch, max_bytes)| FetchPartition {
+                    partition,
+                    fetch_offset: offset,
+                    current_leader_epoch: epoch,
+                    partition_max_bytes: max_bytes,
+                    ..Default::default()
+                })
+                .collect();
+            let _ = m.fetch(0, &req);
+            m.tick(1_000);
+            actions(&mut m);
+        }
+        proptest::prop_assert_eq!(m.partition(&tp(0)).map(|p| p.log_end_offset()), Some(3));
+        proptest::prop_assert!(m.partition(&tp(0)).map(|p| p.high_watermark()) >= hw);
+    }
+}

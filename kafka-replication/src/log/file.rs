@@ -244,7 +244,9 @@ impl Segment {
                 break;
             }
             let Some(hd) = parse_header(&h) else { break };
-            if pos + hd.size > total || hd.base_offset < self.next_offset.max(self.base_offset) {
+            // Offsets are contiguous from the segment base: the base offset lies outside the
+            // CRC, so this is what catches a damaged one.
+            if pos + hd.size > total || hd.base_offset != self.next_offset {
                 break;
             }
             let mut buf = vec![0u8; hd.size as usize];
@@ -258,6 +260,11 @@ impl Segment {
                 RecordBatch::parse_without_crc(Bytes::from(buf))
             };
             let Ok(batch) = parsed else { break };
+            // Leader epochs never go back along a log; the field lies outside the CRC.
+            let epoch = batch.partition_leader_epoch();
+            if epoch < epochs.last().map_or(-1, |(e, _)| *e) {
+                break;
+            }
             epochs.push((batch.partition_leader_epoch(), batch.base_offset()));
             self.next_offset = batch.next_offset();
             batches.push((pos, batch.base_offset(), hd.size));
@@ -332,7 +339,7 @@ impl FileLog {
             if corrupt
                 || segments
                     .last()
-                    .is_some_and(|p: &Segment| p.next_offset > base)
+                    .is_some_and(|p: &Segment| p.next_offset != base)
             {
                 // Everything after a truncated tail is garbage.
                 drop(seg);

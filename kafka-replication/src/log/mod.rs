@@ -88,7 +88,7 @@ pub trait LogStorage {
     ) -> Result<LogAppendInfo, LogError>;
 
     /// Appends batches fetched from the leader as they are (offsets and epochs kept); they
-    /// must not go back behind the log end offset.
+    /// must continue exactly at the log end offset.
     fn append_as_follower(&mut self, records: Bytes) -> Result<LogAppendInfo, LogError>;
 
     /// Reads whole batches from the one holding `offset`, up to `max_bytes`, never a batch
@@ -161,14 +161,15 @@ pub(crate) fn stamp_as_leader(
     Ok(batches)
 }
 
-/// Checks follower batches continue from `log_end_offset` and are in order.
+/// Checks follower batches continue exactly from `log_end_offset`, without gaps (this crate
+/// has no compaction, so a leader's offsets are contiguous; a gap can only be corruption).
 pub(crate) fn check_follower_order(
     batches: &[RecordBatch],
     log_end_offset: i64,
 ) -> Result<(), LogError> {
     let mut next = log_end_offset;
     for b in batches {
-        if b.base_offset() < next || b.last_offset() < b.base_offset() {
+        if b.base_offset() != next || b.last_offset() < b.base_offset() {
             return Err(LogError::OutOfOrderOffsets {
                 base_offset: b.base_offset(),
                 log_end_offset: next,
