@@ -135,9 +135,15 @@ impl<T> TimingWheel<T> {
             b.expiration = NO_EXPIRATION;
             let entries = std::mem::take(&mut b.entries);
             self.set_time(expiration);
-            // Flush: every entry is re-placed on an inner level, or has expired.
+            // Flush: an entry already due by `now_ms` expires here (no need to cascade it
+            // through the inner levels first); the others are re-placed on an inner level.
             for (deadline, value) in entries {
-                if let Err(value) = self.place(deadline, value) {
+                let value = if deadline <= now_ms {
+                    Err(value)
+                } else {
+                    self.place(deadline, value)
+                };
+                if let Err(value) = value {
                     self.len -= 1;
                     expired(value);
                 }
