@@ -52,6 +52,8 @@ mod memory;
 pub mod path;
 mod service;
 mod types;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
 
 pub use error::CoordinationError;
 pub use memory::{MemoryCoordination, MemoryTree};
@@ -60,3 +62,5 @@ pub use types::{
     CoordinationEvent, CreateMode, EventStream, Op, OpResult, SessionEvent, SessionId,
     SessionState, Stat, WatchEvent, WatchEventKind, ANY_VERSION,
 };
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::{ZooKeeperCoordination, ZooKeeperOptions};
