@@ -4,3 +4,4 @@
 //! coordination-service trait it runs on.
 
 pub mod coordination;
+pub mod zk_data;
