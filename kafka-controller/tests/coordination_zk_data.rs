@@ -3,7 +3,8 @@
 
 use kafka_controller::zk_data::{
     decode_controller_epoch, BrokerRegistration, ClusterId, ControllerZNode, IsrChangeNotification,
-    PartitionState, PreferredReplicaElection, ReassignPartitions, TopicAssignment, TopicConfig,
+    PartitionStateZNode, PreferredReplicaElection, ReassignPartitions, TopicAssignment,
+    TopicConfig,
 };
 use proptest::prelude::*;
 
@@ -20,7 +21,7 @@ fn all_decoders(bytes: &[u8]) {
     round_trips!(ControllerZNode, bytes);
     round_trips!(BrokerRegistration, bytes);
     round_trips!(TopicAssignment, bytes);
-    round_trips!(PartitionState, bytes);
+    round_trips!(PartitionStateZNode, bytes);
     round_trips!(ReassignPartitions, bytes);
     round_trips!(PreferredReplicaElection, bytes);
     round_trips!(IsrChangeNotification, bytes);
@@ -50,7 +51,7 @@ proptest! {
         let json = format!(
             r#"{{"version":1,"leader":{leader},"leader_epoch":{epoch},"controller_epoch":1,"isr":{isr:?},"x_{extra}":[1]}}"#
         );
-        let s = PartitionState::from_json(json.as_bytes()).expect("decodes");
+        let s = PartitionStateZNode::from_json(json.as_bytes()).expect("decodes");
         let key = format!("x_{extra}");
         prop_assert!(s.extra.contains_key(&key));
         let out = String::from_utf8(s.to_json().expect("encodes")).expect("utf8");
@@ -63,5 +64,5 @@ proptest! {
 fn deeply_nested_json_is_an_error_not_a_stack_overflow() {
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     all_decoders(deep.as_bytes());
-    assert!(PartitionState::from_json(deep.as_bytes()).is_err());
+    assert!(PartitionStateZNode::from_json(deep.as_bytes()).is_err());
 }

@@ -165,18 +165,37 @@ impl ZooKeeperCoordination {
 
     /// Makes the server expire this client's session now, with ZooKeeper's documented test
     /// trick: a second connection with the same session id and password, closed at once. The
-    /// ephemerals vanish; this client then reports `Expired` and opens a new session.
+    /// ephemerals vanish; this client then reports `Expired` and opens a new session. Retries
+    /// while this client's own reconnection races the second connection, and returns once the
+    /// session is gone (at most about 30 s).
     pub async fn expire_session(&self) -> Result<(), CoordinationError> {
-        let session = self.client().session().clone();
-        let twin = zk::Client::connector()
-            .with_session(session)
-            .with_session_timeout(self.inner.options.session_timeout)
-            .with_connection_timeout(self.inner.options.connection_timeout)
-            .connect(&self.inner.connect_string)
-            .await
-            .map_err(|e| map_error(e, ""))?;
-        drop(twin);
-        Ok(())
+        let target = self.session_id();
+        let mut last = CoordinationError::ConnectionLoss;
+        for _ in 0..10 {
+            if self.session_id() != target {
+                return Ok(());
+            }
+            let session = self.client().session().clone();
+            let twin = zk::Client::connector()
+                .with_session(session)
+                .with_session_timeout(self.inner.options.session_timeout)
+                .with_connection_timeout(self.inner.options.connection_timeout)
+                .connect(&self.inner.connect_string)
+                .await;
+            match twin {
+                // Dropping the only handle of the twin closes the session.
+                Ok(twin) => drop(twin),
+                Err(zk::Error::SessionExpired) => return Ok(()),
+                Err(e) => last = map_error(e, ""),
+            }
+            for _ in 0..30 {
+                if self.session_id() != target || self.session_state() == SessionState::Expired {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Err(last)
     }
 
     /// Registers a watch unless an identical one is active; returns the id to register with
@@ -386,9 +405,12 @@ fn map_error(e: zk::Error, path: &str) -> CoordinationError {
         zk::Error::NotEmpty => CoordinationError::NotEmpty { path },
         zk::Error::NoChildrenForEphemerals => CoordinationError::NoChildrenForEphemerals { path },
         zk::Error::SessionExpired => CoordinationError::SessionExpired,
-        zk::Error::ConnectionLoss | zk::Error::Timeout | zk::Error::NoHosts => {
-            CoordinationError::ConnectionLoss
-        }
+        // `Custom` carries the crate's IO failures and "no response from connection" timeouts:
+        // the connection is gone and the outcome of a write is unknown.
+        zk::Error::ConnectionLoss
+        | zk::Error::Timeout
+        | zk::Error::NoHosts
+        | zk::Error::Custom(_) => CoordinationError::ConnectionLoss,
         zk::Error::ClientClosed => CoordinationError::Closed,
         zk::Error::BadArguments(reason) => CoordinationError::BadArguments(reason.to_string()),
         other => CoordinationError::Backend(other.to_string()),

@@ -6,12 +6,12 @@
 //! [`ZkDataError`], never a panic.
 //!
 //! ```
-//! use kafka_controller::zk_data::{paths, PartitionState};
+//! use kafka_controller::zk_data::{paths, PartitionStateZNode};
 //!
 //! let path = paths::partition_state("orders", 0);
 //! assert_eq!(path, "/brokers/topics/orders/partitions/0/state");
 //! let json = br#"{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":7,"isr":[1,2]}"#;
-//! let mut state = PartitionState::from_json(json)?;
+//! let mut state = PartitionStateZNode::from_json(json)?;
 //! state.isr.push(3);
 //! assert_eq!(
 //!     state.to_json()?,
@@ -25,6 +25,7 @@ mod broker;
 mod config;
 mod controller;
 mod error;
+mod kafka_zk;
 pub mod paths;
 mod topic;
 
@@ -36,4 +37,5 @@ pub use broker::{BrokerRegistration, FeatureRange};
 pub use config::{ClusterId, ConfigChangeNotification, TopicConfig};
 pub use controller::{decode_controller_epoch, encode_controller_epoch, ControllerZNode};
 pub use error::ZkDataError;
-pub use topic::{PartitionState, TopicAssignment, LEADER_RECOVERED};
+pub use kafka_zk::{Campaign, ControllerEpoch, KafkaZkClient, KafkaZkError};
+pub use topic::{PartitionStateZNode, TopicAssignment, LEADER_RECOVERED};

@@ -63,7 +63,7 @@ pub const LEADER_RECOVERED: i32 = 0;
 /// "isr":[1,2,3]}`, plus `"leader_recovery_state":1` only when recovering (KIP-704). The
 /// znode's version is the partition epoch. Unknown fields are kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PartitionState {
+pub struct PartitionStateZNode {
     /// Format version (1).
     pub version: i32,
     /// Leader broker id, or -1 for none.
@@ -82,10 +82,10 @@ pub struct PartitionState {
     pub extra: Map<String, Value>,
 }
 
-impl PartitionState {
+impl PartitionStateZNode {
     /// A version-1 state.
     pub fn new(leader: i32, leader_epoch: i32, controller_epoch: i32, isr: Vec<i32>) -> Self {
-        PartitionState {
+        PartitionStateZNode {
             version: 1,
             leader,
             leader_epoch,
@@ -97,7 +97,7 @@ impl PartitionState {
     }
 
     /// Decodes the znode's JSON.
-    pub fn from_json(bytes: &[u8]) -> Result<PartitionState, ZkDataError> {
+    pub fn from_json(bytes: &[u8]) -> Result<PartitionStateZNode, ZkDataError> {
         super::error::decode("partition state", bytes)
     }
 
@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn partition_state_round_trips_and_keeps_unknown_fields() {
         let json = br#"{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":3,"isr":[1,2,3],"zz_future":true}"#;
-        let s = PartitionState::from_json(json).expect("decodes");
+        let s = PartitionStateZNode::from_json(json).expect("decodes");
         assert_eq!(s.leader, 1);
         assert_eq!(s.isr, vec![1, 2, 3]);
         assert_eq!(s.leader_recovery_state, None);
@@ -155,7 +155,7 @@ mod tests {
             out,
             r#"{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":7,"isr":[1,2,3],"zz_future":true}"#
         );
-        let recovering = PartitionState::from_json(
+        let recovering = PartitionStateZNode::from_json(
             br#"{"version":1,"leader":2,"leader_epoch":4,"controller_epoch":7,"isr":[2],"leader_recovery_state":1}"#,
         )
         .expect("decodes");
