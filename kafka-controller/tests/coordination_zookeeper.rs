@@ -74,8 +74,13 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
     let mut failures = Vec::new();
     macro_rules! case {
         ($name:ident) => {
+            let started = std::time::Instant::now();
             match conformance::$name(&h).await {
-                Ok(()) => println!("conformance {} ... ok", stringify!($name)),
+                Ok(()) => println!(
+                    "conformance {} ... ok ({:?})",
+                    stringify!($name),
+                    started.elapsed()
+                ),
                 Err(e) => {
                     println!("conformance {} ... FAILED: {e}", stringify!($name));
                     failures.push(e.to_string());
@@ -205,5 +210,43 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
         "{zombie:?}"
     );
     assert!(c2.exists("/zombie", false).await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_fails_over_to_another_ensemble_member_keeping_its_session(
+) -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("client_fails_over_to_another_ensemble_member_keeping_its_session")? {
+        return Ok(());
+    }
+    let mut zk = ZkEnsemble::start(3)?;
+    let leader = zk.wait_for_leader(Duration::from_secs(60))?;
+    let client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
+    let session = client.session_id();
+    client
+        .create("/broker", b"{}", CreateMode::Ephemeral)
+        .await?;
+    let mut events = client.events();
+    zk.kill(leader)?;
+    let next_leader = zk.wait_for_leader(Duration::from_secs(60))?;
+    assert_ne!(next_leader, leader);
+    // Whichever member the client was on, it loses the connection and reconnects elsewhere.
+    let mut saw_disconnect = false;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), events.next()).await? {
+            Some(CoordinationEvent::Session(SessionEvent::Disconnected)) => saw_disconnect = true,
+            Some(CoordinationEvent::Session(SessionEvent::Connected { session_id })) => {
+                assert_eq!(session_id, session);
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(saw_disconnect);
+    let (_, stat) = client.get_data("/broker", false).await?;
+    assert_eq!(
+        stat.ephemeral_owner, session,
+        "the ephemeral survived the fail-over"
+    );
     Ok(())
 }
