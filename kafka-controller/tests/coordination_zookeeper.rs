@@ -7,25 +7,29 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use ha_testkit::{require_zookeeper, ZkEnsemble};
+use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
 use kafka_controller::coordination::conformance::{self, ConformanceHarness};
 use kafka_controller::coordination::{
     Coordination, CoordinationError, CoordinationEvent, CreateMode, SessionEvent, SessionId,
     ZooKeeperCoordination, ZooKeeperOptions,
 };
 
+/// Each client connects through its own pausable proxy, so a test can cut it off and close
+/// its session from a direct connection without the client's reconnection racing it.
 struct ZkHarness {
-    connect_string: String,
+    direct: String,
+    zk_port: u16,
     // Weak: a case that drops its client must close the session.
-    clients: Mutex<Vec<Weak<ZooKeeperCoordination>>>,
+    clients: Mutex<Vec<(Weak<ZooKeeperCoordination>, Arc<TcpProxy>)>>,
 }
 
 impl ZkHarness {
-    fn new(zk: &ZkEnsemble) -> ZkHarness {
-        ZkHarness {
-            connect_string: zk.connect_string(),
+    fn new(zk: &ZkEnsemble) -> Result<ZkHarness, ha_testkit::TestkitError> {
+        Ok(ZkHarness {
+            direct: zk.connect_string(),
+            zk_port: zk.client_port(1)?,
             clients: Mutex::new(Vec::new()),
-        }
+        })
     }
 }
 
@@ -40,27 +44,34 @@ fn options() -> ZooKeeperOptions {
 #[async_trait]
 impl ConformanceHarness for ZkHarness {
     async fn connect(&self) -> Result<Arc<dyn Coordination>, CoordinationError> {
+        let proxy = Arc::new(
+            TcpProxy::to_local_port(self.zk_port)
+                .map_err(|e| CoordinationError::Backend(e.to_string()))?,
+        );
         let client =
-            Arc::new(ZooKeeperCoordination::connect_with(&self.connect_string, options()).await?);
+            Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
         self.clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&client));
+            .push((Arc::downgrade(&client), proxy));
         Ok(client)
     }
 
     async fn expire(&self, session: SessionId) -> Result<(), CoordinationError> {
-        let client = self
+        let found = self
             .clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .filter_map(Weak::upgrade)
-            .find(|c| c.session_id() == session);
-        match client {
-            Some(c) => c.expire_session().await,
-            None => Err(CoordinationError::SessionExpired),
-        }
+            .filter_map(|(c, p)| c.upgrade().map(|c| (c, p.clone())))
+            .find(|(c, _)| c.session_id() == session);
+        let Some((client, proxy)) = found else {
+            return Err(CoordinationError::SessionExpired);
+        };
+        proxy.pause();
+        let closed = client.close_session_at(&self.direct).await;
+        proxy.resume();
+        closed
     }
 }
 
@@ -70,7 +81,7 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
         return Ok(());
     }
     let zk = ZkEnsemble::standalone()?;
-    let h = ZkHarness::new(&zk);
+    let h = ZkHarness::new(&zk)?;
     let mut failures = Vec::new();
     macro_rules! case {
         ($name:ident) => {
@@ -153,7 +164,8 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
         return Ok(());
     }
     let zk = ZkEnsemble::standalone()?;
-    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
+    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
     let c2 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
     let (b1, b2) = (
         KafkaZkClient::new(c1.clone()),
@@ -171,7 +183,10 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
     );
     let mut events = c2.events();
     assert!(b2.controller(true).await?.is_some());
-    c1.expire_session().await?;
+    // Broker 1 (the controller) is cut off and its session ends.
+    proxy.pause();
+    c1.close_session_at(&zk.connect_string()).await?;
+    proxy.resume();
     // Broker 2 sees /controller vanish and takes over with the next epoch.
     loop {
         match tokio::time::timeout(Duration::from_secs(20), events.next()).await? {
