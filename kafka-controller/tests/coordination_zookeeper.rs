@@ -33,6 +33,17 @@ impl ZkHarness {
     }
 }
 
+impl ZkHarness {
+    fn proxy_of(&self, session: SessionId) -> Option<Arc<TcpProxy>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(c, _)| c.upgrade().is_some_and(|c| c.session_id() == session))
+            .map(|(_, p)| p.clone())
+    }
+}
+
 fn options() -> ZooKeeperOptions {
     ZooKeeperOptions {
         // Generous: the test machine may be heavily loaded.
@@ -73,6 +84,17 @@ impl ConformanceHarness for ZkHarness {
         proxy.resume();
         closed
     }
+
+    async fn disconnect(&self, session: SessionId) -> Result<bool, CoordinationError> {
+        Ok(self.proxy_of(session).map(|p| p.pause()).is_some())
+    }
+
+    async fn reconnect(&self, session: SessionId) -> Result<(), CoordinationError> {
+        if let Some(p) = self.proxy_of(session) {
+            p.resume();
+        }
+        Ok(())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,6 +130,7 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
     case!(exists_watch_sees_creation);
     case!(child_watch);
     case!(session_expiry);
+    case!(connection_loss_keeps_the_session);
     case!(close_removes_ephemerals);
     assert!(
         failures.is_empty(),
