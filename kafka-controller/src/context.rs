@@ -1,0 +1,564 @@
+//! The controller's in-memory view of the cluster (`ControllerContext`): live and
+//! shutting-down brokers with their epochs and racks, topics and their replica assignments
+//! (including the adding / removing replicas of a reassignment), the leadership of every
+//! partition as last read from or written to the store, partition and replica states, topics
+//! queued for deletion and topic ids.
+//!
+//! Everything here is plain data: loading it from the coordination store (K6.7) and keeping
+//! it in step with the store is the event loop's job. All maps are ordered so that every pass
+//! over the context is deterministic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::partition_state_machine::PartitionState;
+use crate::replica_state_machine::ReplicaState;
+
+/// A broker id, as in `/brokers/ids/<id>`.
+pub type BrokerId = i32;
+
+/// The leader of a partition that has no leader (`LeaderAndIsr.NoLeader`).
+pub const NO_LEADER: BrokerId = -1;
+/// The leader sent in UpdateMetadata for partitions of a topic being deleted
+/// (`LeaderAndIsr.LeaderDuringDelete`).
+pub const LEADER_DURING_DELETE: BrokerId = -2;
+/// The leader epoch sent in StopReplica when no epoch is known (`LeaderAndIsr.NoEpoch`).
+pub const NO_EPOCH: i32 = -1;
+/// The leader epoch sent in StopReplica for partitions of a topic being deleted
+/// (`LeaderAndIsr.EpochDuringDelete`).
+pub const EPOCH_DURING_DELETE: i32 = -2;
+
+/// A topic partition.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    /// The topic name.
+    pub topic: String,
+    /// The partition index.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// A topic partition from a name and an index.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// One replica of one partition (`PartitionAndReplica`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionReplica {
+    /// The partition.
+    pub tp: TopicPartition,
+    /// The broker holding the replica.
+    pub replica: BrokerId,
+}
+
+impl PartitionReplica {
+    /// The replica of `tp` on `replica`.
+    pub fn new(tp: TopicPartition, replica: BrokerId) -> Self {
+        Self { tp, replica }
+    }
+}
+
+/// A registered broker: its id, its epoch (the czxid of `/brokers/ids/<id>`, KIP-380) and
+/// its rack if it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// The broker id.
+    pub id: BrokerId,
+    /// The broker epoch.
+    pub epoch: i64,
+    /// The broker's rack (`broker.rack`), if set.
+    pub rack: Option<String>,
+}
+
+impl BrokerInfo {
+    /// A broker without a rack.
+    pub fn new(id: BrokerId, epoch: i64) -> Self {
+        Self {
+            id,
+            epoch,
+            rack: None,
+        }
+    }
+}
+
+/// KIP-704 leader recovery state of a partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LeaderRecoveryState {
+    /// The leader is fully recovered (the default, not written to the store).
+    #[default]
+    Recovered,
+    /// The leader was elected uncleanly and is still recovering (`leader_recovery_state: 1`).
+    Recovering,
+}
+
+/// The leadership of one partition, as held by its state znode
+/// (`/brokers/topics/<t>/partitions/<p>/state`) plus the znode version it was read at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionLeadership {
+    /// The leader, or [`NO_LEADER`].
+    pub leader: BrokerId,
+    /// The leader epoch; bumped by every change the controller makes.
+    pub leader_epoch: i32,
+    /// The in-sync replicas; never empty in ZooKeeper mode.
+    pub isr: Vec<BrokerId>,
+    /// KIP-704 leader recovery state.
+    pub leader_recovery_state: LeaderRecoveryState,
+    /// The epoch of the controller that wrote this state.
+    pub controller_epoch: i32,
+    /// The znode version of the state (the partition epoch), used as the expected version of
+    /// the next conditional write.
+    pub partition_epoch: i32,
+}
+
+impl PartitionLeadership {
+    /// A leadership as read from the store.
+    pub fn new(
+        leader: BrokerId,
+        leader_epoch: i32,
+        isr: Vec<BrokerId>,
+        controller_epoch: i32,
+        partition_epoch: i32,
+    ) -> Self {
+        Self {
+            leader,
+            leader_epoch,
+            isr,
+            leader_recovery_state: LeaderRecoveryState::Recovered,
+            controller_epoch,
+            partition_epoch,
+        }
+    }
+
+    /// K1.3 / KAFKA-NOTES §2: a new leader and ISR, with the leader epoch bumped by one and
+    /// stamped with `controller_epoch`; the partition epoch is left as the expected version.
+    pub fn new_leader_and_isr(
+        &self,
+        leader: BrokerId,
+        isr: Vec<BrokerId>,
+        controller_epoch: i32,
+    ) -> Self {
+        Self {
+            leader,
+            leader_epoch: self.leader_epoch.saturating_add(1),
+            isr,
+            leader_recovery_state: self.leader_recovery_state,
+            controller_epoch,
+            partition_epoch: self.partition_epoch,
+        }
+    }
+
+    /// The same leader and ISR with the leader epoch bumped by one (`newEpoch`).
+    pub fn new_epoch(&self, controller_epoch: i32) -> Self {
+        self.new_leader_and_isr(self.leader, self.isr.clone(), controller_epoch)
+    }
+
+    /// True when the partition has a leader.
+    pub fn has_leader(&self) -> bool {
+        self.leader >= 0
+    }
+}
+
+/// The replica assignment of one partition (`ReplicaAssignment`): the replica set RS and,
+/// during a reassignment, the replicas being added (TRS − ORS) and removed (ORS − TRS).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaAssignment {
+    /// All replicas, in preference order (RS; the first is the preferred replica).
+    pub replicas: Vec<BrokerId>,
+    /// Replicas being added by a reassignment.
+    pub adding_replicas: Vec<BrokerId>,
+    /// Replicas being removed by a reassignment.
+    pub removing_replicas: Vec<BrokerId>,
+}
+
+impl ReplicaAssignment {
+    /// An assignment with no reassignment in progress.
+    pub fn new(replicas: Vec<BrokerId>) -> Self {
+        Self {
+            replicas,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
+        }
+    }
+
+    /// True while a reassignment is in progress.
+    pub fn is_being_reassigned(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas the partition had before the reassignment (ORS = RS − adding).
+    pub fn origin_replicas(&self) -> Vec<BrokerId> {
+        diff(&self.replicas, &self.adding_replicas)
+    }
+
+    /// The replicas the partition will have after the reassignment (TRS = RS − removing).
+    pub fn target_replicas(&self) -> Vec<BrokerId> {
+        diff(&self.replicas, &self.removing_replicas)
+    }
+
+    /// K7 step 1 / KAFKA-NOTES §6 U1: the assignment while moving to `target`:
+    /// RS = TRS ++ (ORS − TRS), adding = TRS − ORS, removing = ORS − TRS. Applied to an
+    /// assignment already moving to `target` it returns the same assignment, so a successor
+    /// controller can recompute it from what the store holds.
+    pub fn reassign_to(&self, target: &[BrokerId]) -> Self {
+        let origin = self.origin_replicas();
+        let mut full: Vec<BrokerId> = Vec::with_capacity(target.len() + origin.len());
+        for r in target.iter().chain(origin.iter()) {
+            if !full.contains(r) {
+                full.push(*r);
+            }
+        }
+        Self {
+            adding_replicas: diff(&full, &origin),
+            removing_replicas: diff(&full, target),
+            replicas: full,
+        }
+    }
+}
+
+/// `a` without the members of `b`, keeping `a`'s order.
+pub(crate) fn diff(a: &[BrokerId], b: &[BrokerId]) -> Vec<BrokerId> {
+    a.iter().copied().filter(|r| !b.contains(r)).collect()
+}
+
+/// The controller's in-memory cluster view (Kafka's `ControllerContext`).
+#[derive(Clone, Debug, Default)]
+pub struct ControllerContext {
+    /// This controller's broker id.
+    pub controller_id: BrokerId,
+    /// The controller epoch this controller won (K6.1).
+    pub epoch: i32,
+    /// The znode version of `/controller_epoch` that fences every write (KAFKA-NOTES §4.2).
+    pub epoch_zk_version: i32,
+    /// K6.11 / KAFKA-NOTES §6: under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
+    /// `leader_recovery_state = RECOVERING` (KIP-704). Off by default (Kafka 2.8).
+    pub leader_recovery_on_unclean: bool,
+    brokers: BTreeMap<BrokerId, BrokerInfo>,
+    shutting_down: BTreeSet<BrokerId>,
+    assignments: BTreeMap<String, BTreeMap<i32, ReplicaAssignment>>,
+    topic_ids: BTreeMap<String, String>,
+    unclean_topics: BTreeSet<String>,
+    leadership: BTreeMap<TopicPartition, PartitionLeadership>,
+    partition_states: BTreeMap<TopicPartition, PartitionState>,
+    replica_states: BTreeMap<PartitionReplica, ReplicaState>,
+    topics_to_delete: BTreeSet<String>,
+    topics_ineligible_for_deletion: BTreeSet<String>,
+    partitions_being_reassigned: BTreeSet<TopicPartition>,
+}
+
+impl ControllerContext {
+    /// An empty context for controller `controller_id` at controller epoch `epoch`.
+    pub fn new(controller_id: BrokerId, epoch: i32, epoch_zk_version: i32) -> Self {
+        Self {
+            controller_id,
+            epoch,
+            epoch_zk_version,
+            ..Self::default()
+        }
+    }
+
+    // ---- brokers -------------------------------------------------------------------------
+
+    /// Registers (or re-registers with a new epoch) a live broker.
+    pub fn add_live_broker(&mut self, broker: BrokerInfo) {
+        self.brokers.insert(broker.id, broker);
+    }
+
+    /// Removes a broker that left (its znode vanished); it also stops shutting down.
+    pub fn remove_live_broker(&mut self, id: BrokerId) -> Option<BrokerInfo> {
+        self.shutting_down.remove(&id);
+        self.brokers.remove(&id)
+    }
+
+    /// Marks a live broker as shutting down (controlled shutdown).
+    pub fn mark_shutting_down(&mut self, id: BrokerId) {
+        if self.brokers.contains_key(&id) {
+            self.shutting_down.insert(id);
+        }
+    }
+
+    /// The registered broker `id`, live or shutting down.
+    pub fn broker(&self, id: BrokerId) -> Option<&BrokerInfo> {
+        self.brokers.get(&id)
+    }
+
+    /// The epoch of broker `id`, or -1 (unknown, bypasses the broker's check) if not live.
+    pub fn broker_epoch(&self, id: BrokerId) -> i64 {
+        self.brokers.get(&id).map_or(-1, |b| b.epoch)
+    }
+
+    /// Live brokers that are not shutting down (`liveBrokerIds`).
+    pub fn live_broker_ids(&self) -> BTreeSet<BrokerId> {
+        self.brokers
+            .keys()
+            .copied()
+            .filter(|id| !self.shutting_down.contains(id))
+            .collect()
+    }
+
+    /// Every registered broker, shutting down or not (`liveOrShuttingDownBrokerIds`).
+    pub fn live_or_shutting_down_broker_ids(&self) -> BTreeSet<BrokerId> {
+        self.brokers.keys().copied().collect()
+    }
+
+    /// Every registered broker's info, ordered by id.
+    pub fn live_or_shutting_down_brokers(&self) -> impl Iterator<Item = &BrokerInfo> {
+        self.brokers.values()
+    }
+
+    /// Brokers in controlled shutdown.
+    pub fn shutting_down_broker_ids(&self) -> &BTreeSet<BrokerId> {
+        &self.shutting_down
+    }
+
+    /// True if `id` is live and not shutting down.
+    pub fn is_broker_live(&self, id: BrokerId) -> bool {
+        self.brokers.contains_key(&id) && !self.shutting_down.contains(&id)
+    }
+
+    /// True if `id` is registered (live or shutting down).
+    pub fn is_live_or_shutting_down(&self, id: BrokerId) -> bool {
+        self.brokers.contains_key(&id)
+    }
+
+    /// `isReplicaOnline`: the replica's broker is live (shutting-down brokers count only when
+    /// `include_shutting_down`).
+    pub fn is_replica_online(&self, replica: BrokerId, include_shutting_down: bool) -> bool {
+        if include_shutting_down {
+            self.is_live_or_shutting_down(replica)
+        } else {
+            self.is_broker_live(replica)
+        }
+    }
+
+    // ---- topics and assignments ----------------------------------------------------------
+
+    /// Sets the whole assignment of a topic (as loaded from `/brokers/topics/<t>`).
+    pub fn set_topic_assignment(
+        &mut self,
+        topic: impl Into<String>,
+        partitions: BTreeMap<i32, ReplicaAssignment>,
+    ) {
+        self.assignments.insert(topic.into(), partitions);
+    }
+
+    /// Sets the assignment of one partition.
+    pub fn set_partition_assignment(&mut self, tp: &TopicPartition, assignment: ReplicaAssignment) {
+        self.assignments
+            .entry(tp.topic.clone())
+            .or_default()
+            .insert(tp.partition, assignment);
+    }
+
+    /// The full assignment of a partition, if the partition exists.
+    pub fn partition_assignment(&self, tp: &TopicPartition) -> Option<&ReplicaAssignment> {
+        self.assignments.get(&tp.topic)?.get(&tp.partition)
+    }
+
+    /// The replicas of a partition (RS), empty if unknown.
+    pub fn partition_replicas(&self, tp: &TopicPartition) -> Vec<BrokerId> {
+        self.partition_assignment(tp)
+            .map(|a| a.replicas.clone())
+            .unwrap_or_default()
+    }
+
+    /// The assignment of every partition of `topic`.
+    pub fn topic_assignment(&self, topic: &str) -> Option<&BTreeMap<i32, ReplicaAssignment>> {
+        self.assignments.get(topic)
+    }
+
+    /// Every known topic.
+    pub fn topics(&self) -> impl Iterator<Item = &str> {
+        self.assignments.keys().map(String::as_str)
+    }
+
+    /// Every partition of every topic, ordered.
+    pub fn all_partitions(&self) -> Vec<TopicPartition> {
+        self.assignments
+            .iter()
+            .flat_map(|(t, ps)| ps.keys().map(move |p| TopicPartition::new(t.clone(), *p)))
+            .collect()
+    }
+
+    /// Every partition of `topic`.
+    pub fn partitions_for_topic(&self, topic: &str) -> Vec<TopicPartition> {
+        self.assignments
+            .get(topic)
+            .map(|ps| ps.keys().map(|p| TopicPartition::new(topic, *p)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every partition with a replica on `broker` (K1: `set_p` for a failed broker).
+    pub fn partitions_on_broker(&self, broker: BrokerId) -> Vec<TopicPartition> {
+        self.all_partitions()
+            .into_iter()
+            .filter(|tp| self.partition_replicas(tp).contains(&broker))
+            .collect()
+    }
+
+    /// Every replica hosted on any of `brokers`.
+    pub fn replicas_on_brokers(&self, brokers: &BTreeSet<BrokerId>) -> Vec<PartitionReplica> {
+        let mut out = Vec::new();
+        for tp in self.all_partitions() {
+            for r in self.partition_replicas(&tp) {
+                if brokers.contains(&r) {
+                    out.push(PartitionReplica::new(tp.clone(), r));
+                }
+            }
+        }
+        out
+    }
+
+    /// Forgets a topic entirely (after deletion completes).
+    pub fn remove_topic(&mut self, topic: &str) {
+        self.assignments.remove(topic);
+        self.topic_ids.remove(topic);
+        self.unclean_topics.remove(topic);
+        self.topics_to_delete.remove(topic);
+        self.topics_ineligible_for_deletion.remove(topic);
+        self.leadership.retain(|tp, _| tp.topic != topic);
+        self.partition_states.retain(|tp, _| tp.topic != topic);
+        self.replica_states.retain(|r, _| r.tp.topic != topic);
+        self.partitions_being_reassigned
+            .retain(|tp| tp.topic != topic);
+    }
+
+    /// Records a topic's id (KIP-516, base64 UUID as in `/brokers/topics/<t>`).
+    pub fn set_topic_id(&mut self, topic: impl Into<String>, id: impl Into<String>) {
+        self.topic_ids.insert(topic.into(), id.into());
+    }
+
+    /// The id of a topic, if known.
+    pub fn topic_id(&self, topic: &str) -> Option<&str> {
+        self.topic_ids.get(topic).map(String::as_str)
+    }
+
+    /// Records the topic's `unclean.leader.election.enable` config (default false).
+    pub fn set_unclean_leader_election(&mut self, topic: impl Into<String>, enabled: bool) {
+        let topic = topic.into();
+        if enabled {
+            self.unclean_topics.insert(topic);
+        } else {
+            self.unclean_topics.remove(&topic);
+        }
+    }
+
+    /// The topic's `unclean.leader.election.enable` (default false since Kafka 0.11).
+    pub fn unclean_leader_election_enabled(&self, topic: &str) -> bool {
+        self.unclean_topics.contains(topic)
+    }
+
+    // ---- leadership ----------------------------------------------------------------------
+
+    /// Caches a partition's leadership (after a read or a successful write).
+    pub fn put_leadership(&mut self, tp: TopicPartition, leadership: PartitionLeadership) {
+        self.leadership.insert(tp, leadership);
+    }
+
+    /// The cached leadership of a partition.
+    pub fn leadership(&self, tp: &TopicPartition) -> Option<&PartitionLeadership> {
+        self.leadership.get(tp)
+    }
+
+    /// Drops the cached leadership of a partition.
+    pub fn remove_leadership(&mut self, tp: &TopicPartition) -> Option<PartitionLeadership> {
+        self.leadership.remove(tp)
+    }
+
+    // ---- states --------------------------------------------------------------------------
+
+    /// A partition's state; partitions never seen are NonExistent.
+    pub fn partition_state(&self, tp: &TopicPartition) -> PartitionState {
+        self.partition_states
+            .get(tp)
+            .copied()
+            .unwrap_or(PartitionState::NonExistent)
+    }
+
+    /// Sets a partition's state (the state machines call this; tests may too).
+    pub fn put_partition_state(&mut self, tp: TopicPartition, state: PartitionState) {
+        self.partition_states.insert(tp, state);
+    }
+
+    /// Partitions currently in `state`.
+    pub fn partitions_in_state(&self, state: PartitionState) -> Vec<TopicPartition> {
+        self.partition_states
+            .iter()
+            .filter(|(_, s)| **s == state)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// A replica's state; replicas never seen are NonExistent.
+    pub fn replica_state(&self, r: &PartitionReplica) -> ReplicaState {
+        self.replica_states
+            .get(r)
+            .copied()
+            .unwrap_or(ReplicaState::NonExistent)
+    }
+
+    /// Sets a replica's state.
+    pub fn put_replica_state(&mut self, r: PartitionReplica, state: ReplicaState) {
+        self.replica_states.insert(r, state);
+    }
+
+    /// Forgets a replica's state (NonExistentReplica).
+    pub fn remove_replica_state(&mut self, r: &PartitionReplica) {
+        self.replica_states.remove(r);
+    }
+
+    // ---- deletion and reassignment bookkeeping -------------------------------------------
+
+    /// Queues a topic for deletion (K2.1, only when `delete.topic.enable`).
+    pub fn queue_topic_for_deletion(&mut self, topic: impl Into<String>) {
+        self.topics_to_delete.insert(topic.into());
+    }
+
+    /// True if the topic is queued for deletion.
+    pub fn is_topic_queued_for_deletion(&self, topic: &str) -> bool {
+        self.topics_to_delete.contains(topic)
+    }
+
+    /// Topics queued for deletion.
+    pub fn topics_to_delete(&self) -> &BTreeSet<String> {
+        &self.topics_to_delete
+    }
+
+    /// Marks a queued topic as (in)eligible for deletion progress.
+    pub fn set_topic_ineligible_for_deletion(&mut self, topic: &str, ineligible: bool) {
+        if ineligible {
+            self.topics_ineligible_for_deletion.insert(topic.to_owned());
+        } else {
+            self.topics_ineligible_for_deletion.remove(topic);
+        }
+    }
+
+    /// True if deletion of the topic is paused.
+    pub fn is_topic_ineligible_for_deletion(&self, topic: &str) -> bool {
+        self.topics_ineligible_for_deletion.contains(topic)
+    }
+
+    /// Records that a partition is being reassigned.
+    pub fn mark_being_reassigned(&mut self, tp: TopicPartition, being: bool) {
+        if being {
+            self.partitions_being_reassigned.insert(tp);
+        } else {
+            self.partitions_being_reassigned.remove(&tp);
+        }
+    }
+
+    /// Partitions being reassigned.
+    pub fn partitions_being_reassigned(&self) -> &BTreeSet<TopicPartition> {
+        &self.partitions_being_reassigned
+    }
+}
