@@ -245,18 +245,9 @@ async fn session_task(
     let mut pending: FuturesUnordered<BoxFuture<'static, Fired>> = FuturesUnordered::new();
     loop {
         tokio::select! {
+            // Session changes first: a watch delivered after a reconnection must not overtake
+            // the `Connected` it follows.
             biased;
-            Some(fired) = pending.next(), if !pending.is_empty() => {
-                let Some(inner) = inner.upgrade() else { return };
-                forward_watch(&inner, generation, fired);
-            }
-            reg = registrations.next() => {
-                let Some(reg) = reg else { return };
-                if reg.generation == generation {
-                    let (path, slot, id, watcher) = (reg.path, reg.slot, reg.id, reg.watcher);
-                    pending.push(async move { (path, slot, id, watcher.changed().await) }.boxed());
-                }
-            }
             state = state_watcher.changed() => {
                 let Some(strong) = inner.upgrade() else { return };
                 match state {
@@ -302,6 +293,17 @@ async fn session_task(
                         strong.publish(CoordinationEvent::Session(SessionEvent::Closed));
                         return;
                     }
+                }
+            }
+            Some(fired) = pending.next(), if !pending.is_empty() => {
+                let Some(inner) = inner.upgrade() else { return };
+                forward_watch(&inner, generation, fired);
+            }
+            reg = registrations.next() => {
+                let Some(reg) = reg else { return };
+                if reg.generation == generation {
+                    let (path, slot, id, watcher) = (reg.path, reg.slot, reg.id, reg.watcher);
+                    pending.push(async move { (path, slot, id, watcher.changed().await) }.boxed());
                 }
             }
         }
