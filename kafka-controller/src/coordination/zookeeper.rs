@@ -447,6 +447,11 @@ impl Coordination for ZooKeeperCoordination {
         mode: CreateMode,
     ) -> Result<(String, Stat), CoordinationError> {
         validate_path(path, mode.is_sequential())?;
+        if path == "/" && !mode.is_sequential() {
+            return Err(CoordinationError::NodeExists {
+                path: path.to_string(),
+            });
+        }
         let client = self.client();
         let options = zk_mode(mode).with_acls(zk::Acls::anyone_all());
         let (stat, sequence) = client
