@@ -41,6 +41,7 @@ mod error;
 mod four_letter;
 mod install;
 mod ports;
+mod process;
 mod proxy;
 
 pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
