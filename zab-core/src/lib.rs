@@ -6,6 +6,8 @@
 pub mod discovery;
 pub mod election;
 pub mod notification;
+#[cfg(feature = "tokio")]
+pub mod peer;
 pub mod quorum;
 pub mod store;
 #[cfg(feature = "tokio")]

@@ -596,16 +596,46 @@ async fn run_quorum_conn(
     quorum_conn_ended(&shared, sid, generation);
 }
 
+/// The jute string ZooKeeper writes after a SNAP's snapshot body: `i32 10, "BenWasHere"`.
+const SNAP_SIGNATURE: &[u8] = b"\x00\x00\x00\x0aBenWasHere";
+
+/// Discards snapshot bytes from the front of `buf` up to and including the signature. Returns
+/// whether the signature was found; otherwise keeps only a possible partial signature.
+fn skip_snapshot(buf: &mut BytesMut) -> bool {
+    if let Some(at) = buf
+        .windows(SNAP_SIGNATURE.len())
+        .position(|w| w == SNAP_SIGNATURE)
+    {
+        let _ = buf.split_to(at + SNAP_SIGNATURE.len());
+        return true;
+    }
+    let keep = buf.len().min(SNAP_SIGNATURE.len() - 1);
+    let _ = buf.split_to(buf.len() - keep);
+    false
+}
+
 async fn quorum_read_loop(
     shared: &Shared,
     sid: i64,
     mut r: OwnedReadHalf,
     mut buf: BytesMut,
 ) -> String {
+    // A SNAP packet is followed by a raw serialized snapshot, not by packets. This crate keeps
+    // no data tree: the body is skipped, in bounded memory, up to its signature.
+    let mut in_snapshot = false;
     loop {
         loop {
+            if in_snapshot {
+                if !skip_snapshot(&mut buf) {
+                    break;
+                }
+                in_snapshot = false;
+            }
             match QuorumPacket::decode(&mut buf) {
-                Ok(Some(packet)) => shared.emit(TransportEvent::Quorum { from: sid, packet }),
+                Ok(Some(packet)) => {
+                    in_snapshot = packet.kind == packet_type::SNAP;
+                    shared.emit(TransportEvent::Quorum { from: sid, packet });
+                }
                 Ok(None) => break,
                 Err(e) => return format!("malformed quorum packet: {e}"),
             }
@@ -719,4 +749,19 @@ async fn handle_incoming_quorum(shared: Arc<Shared>, mut stream: TcpStream) {
         packet: first,
     });
     run_quorum_conn(shared, sid, generation, stream, rx, buf).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_body_is_skipped_up_to_its_signature_even_when_split() {
+        let mut buf = BytesMut::from(&b"snapshot bytes\x00\x00\x00\x0aBenWas"[..]);
+        assert!(!skip_snapshot(&mut buf));
+        assert!(buf.len() < SNAP_SIGNATURE.len());
+        buf.extend_from_slice(b"Here\x00\x00\x00\x0a");
+        assert!(skip_snapshot(&mut buf));
+        assert_eq!(&buf[..], b"\x00\x00\x00\x0a");
+    }
 }
