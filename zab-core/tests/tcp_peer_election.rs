@@ -16,6 +16,7 @@ use bytes::{BufMut, BytesMut};
 use peer_support::{config, settled};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use zab_core::discovery::Timing;
 use zab_core::peer::{PeerHandle, QuorumPeer};
 use zab_core::store::MemoryElectionStore;
 use zab_core::transport::wire::{read_frame, ConnectionHeader};
@@ -30,6 +31,10 @@ struct Node {
 }
 
 async fn tcp_ensemble(n: i64) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
+    tcp_ensemble_with(n, peer_support::timing()).await
+}
+
+async fn tcp_ensemble_with(n: i64, timing: Timing) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
     let mut nodes = Vec::new();
     let mut addrs = HashMap::new();
     for sid in 1..=n {
@@ -71,6 +76,7 @@ async fn tcp_ensemble(n: i64) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
         .unwrap();
         let mut cfg = config(sid, &voters, &[]);
         cfg.quorum = qv.clone();
+        cfg.timing = timing;
         handles.push(
             QuorumPeer::new(cfg, t, MemoryElectionStore::default())
                 .await
@@ -83,11 +89,15 @@ async fn tcp_ensemble(n: i64) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
 
 #[tokio::test]
 async fn z7_z8_three_tcp_peers_elect_and_reelect_after_the_leader_crashes() {
-    let (h, _) = tcp_ensemble(3).await;
+    // ZooKeeper's default timing: a crashed leader must be noticed from its closed
+    // connections, not after syncLimit * tickTime = 10 s of silence.
+    let (h, _) = tcp_ensemble_with(3, Timing::default()).await;
     let (leader, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
     assert_eq!((leader, epoch), (ServerId(3), 1));
+    let t = std::time::Instant::now();
     h[2].kill();
-    let (leader2, epoch2) = settled(&[&h[0], &h[1]], SETTLE).await;
+    let (leader2, epoch2) = settled(&[&h[0], &h[1]], Duration::from_secs(5)).await;
+    assert!(t.elapsed() < Duration::from_secs(5));
     assert_eq!(leader2, ServerId(2));
     assert!(epoch2 > epoch);
 }

@@ -255,12 +255,15 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             TransportEvent::ConnectionDown(s) => self.core.connection_down(now, ServerId(s)),
             TransportEvent::Quorum { from, packet } => {
                 let from = ServerId(from);
+                let opens = packet.kind == packet_type::FOLLOWERINFO
+                    || packet.kind == packet_type::OBSERVERINFO;
                 match &mut self.role {
                     Role::Leader(d) => d.handle_packet(now, from, packet),
+                    // We do not lead: refuse a would-be learner at once (ZooKeeper has no
+                    // listener then), so it gives up and looks for the real leader.
+                    Role::Learner(_) if opens => self.transport.close_quorum(from.0),
                     Role::Learner(d) => d.handle_packet(now, from, packet),
                     Role::Looking => {
-                        let opens = packet.kind == packet_type::FOLLOWERINFO
-                            || packet.kind == packet_type::OBSERVERINFO;
                         if opens
                             && (self.stashed.len() < MAX_STASHED_LEARNERS
                                 || self.stashed.contains_key(&from))

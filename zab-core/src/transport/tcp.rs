@@ -215,16 +215,18 @@ impl TcpTransport {
 
 impl Drop for TcpTransport {
     fn drop(&mut self) {
-        let st = self.shared.state();
-        for l in &st.listeners {
+        // Abort every task and drop every queue, so that every socket closes now and the
+        // peers see the connections go down (as when a process dies).
+        let mut st = self.shared.state();
+        for l in st.listeners.drain(..) {
             l.abort();
         }
-        for p in st.election.values() {
+        for (_, p) in st.election.drain() {
             if let Some(c) = &p.conn {
                 c.abort();
             }
         }
-        for q in st.quorum.values() {
+        for (_, q) in st.quorum.drain() {
             for t in &q.tasks {
                 t.abort();
             }
@@ -748,7 +750,18 @@ async fn handle_incoming_quorum(shared: Arc<Shared>, mut stream: TcpStream) {
         from: sid,
         packet: first,
     });
-    run_quorum_conn(shared, sid, generation, stream, rx, buf).await;
+    let task = tokio::spawn(run_quorum_conn(
+        shared.clone(),
+        sid,
+        generation,
+        stream,
+        rx,
+        buf,
+    ));
+    match shared.state().quorum.get_mut(&sid) {
+        Some(c) if c.generation == generation => c.tasks.push(task.abort_handle()),
+        _ => task.abort(),
+    }
 }
 
 #[cfg(test)]
