@@ -2,7 +2,7 @@
 //! side with real ZooKeeper 3.8 servers in the same run, for 3 and 5 servers.
 //!
 //! ```text
-//! cargo run --release -p ha-examples --example election_failover [-- RUNS]
+//! cargo run --release -p ha-examples --example election_failover [-- RUNS [--ours-only]]
 //! ```
 //!
 //! Figures (median, min, max over RUNS runs, default 5):
@@ -43,8 +43,14 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let zk_ok = ha_testkit::zookeeper_available();
-    if !zk_ok {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+    }
+    let ours_only = std::env::args().any(|a| a == "--ours-only");
+    let zk_ok = !ours_only && ha_testkit::zookeeper_available();
+    if !zk_ok && !ours_only {
         println!("ZooKeeper is not installed: printing our figures only");
     }
     println!("runs per figure: {runs}; times in ms (median / min / max)");

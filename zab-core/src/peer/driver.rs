@@ -22,6 +22,8 @@ use crate::zxid::Zxid;
 
 /// Learner packets kept while we are still LOOKING (a follower may decide before its leader).
 const MAX_STASHED_LEARNERS: usize = 256;
+/// LOOKING notifications kept while we are not LOOKING (one per sender).
+const MAX_KEPT_LOOKING: usize = 256;
 
 /// Configuration of a [`QuorumPeer`].
 #[derive(Debug, Clone)]
@@ -90,6 +92,7 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     core: FastLeaderElection,
     role: Role,
     stashed: BTreeMap<ServerId, QuorumPacket>,
+    kept_looking: BTreeMap<ServerId, Notification>,
     status: watch::Sender<PeerStatus>,
 }
 
@@ -179,6 +182,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             core,
             role: Role::Looking,
             stashed: BTreeMap::new(),
+            kept_looking: BTreeMap::new(),
             status,
         })
     }
@@ -247,7 +251,17 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         let now = Instant::now();
         match ev {
             TransportEvent::Election { from, payload } => match Notification::decode(&payload) {
-                Ok(n) => self.core.handle_notification(now, ServerId(from), n),
+                Ok(n) => {
+                    let from = ServerId(from);
+                    if self.core.state() != ServerState::Looking
+                        && n.state == ServerState::Looking
+                        && (self.kept_looking.len() < MAX_KEPT_LOOKING
+                            || self.kept_looking.contains_key(&from))
+                    {
+                        self.kept_looking.insert(from, n.clone());
+                    }
+                    self.core.handle_notification(now, from, n);
+                }
                 // Malformed notifications are dropped; the receiver keeps going (ZAB-NOTES §6).
                 Err(e) => debug!(sid = from, "undecodable notification dropped: {e}"),
             },
@@ -338,6 +352,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         let me = self.cfg.my_id;
         let leader = d.vote.leader;
         info!(sid = me.0, leader = leader.0, state = %d.state, path = ?d.path, "election decided");
+        self.kept_looking.clear();
         match d.state {
             ServerState::Leading => {
                 let mut disc = LeaderDiscovery::new(
@@ -389,6 +404,15 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         }
         self.status.send_replace(PeerStatus::LOOKING);
         self.core.set_vote_data(self.vote_data());
-        self.core.start(Instant::now());
+        let now = Instant::now();
+        self.core.start(now);
+        // A server that went LOOKING a moment before us got only our FOLLOWING/LEADING answer;
+        // ZooKeeper drops its vote and both sides wait for the 200 ms notification timeout
+        // (ZAB-NOTES §4.1, the race behind its bimodal failover times). We kept the vote: hand
+        // it to the new election now. This only delivers a message late, which the election
+        // tolerates like any network delay.
+        for (from, n) in std::mem::take(&mut self.kept_looking) {
+            self.core.handle_notification(now, from, n);
+        }
     }
 }

@@ -450,6 +450,9 @@ fn start_election_conn(shared: &Arc<Shared>, sid: i64, stream: TcpStream) {
     if let Some(old) = peer.conn.take() {
         old.abort();
     }
+    // Announce the connection before anything received on it, so that the receiver knows the
+    // peer is connected when its first message arrives.
+    shared.emit(TransportEvent::ConnectionUp(sid));
     let slot = peer.slot.clone();
     let s1 = shared.clone();
     let send = tokio::spawn(async move {
@@ -467,8 +470,6 @@ fn start_election_conn(shared: &Arc<Shared>, sid: i64, stream: TcpStream) {
         generation,
         tasks: vec![send.abort_handle(), recv.abort_handle()],
     });
-    drop(st);
-    shared.emit(TransportEvent::ConnectionUp(sid));
 }
 
 fn election_conn_ended(shared: &Shared, sid: i64, generation: u64) {
