@@ -379,10 +379,36 @@ impl FastLeaderElection {
             } else {
                 // Discarded; the quiet window starts again.
                 f.deadline = now + finalize_wait;
+                if self.config.fast_decide {
+                    self.note_agreement_while_waiting(from, &n);
+                }
                 return;
             }
         }
         self.process(now, from, n);
+    }
+
+    /// Fast decide only: ZooKeeper discards a notification that arrives during
+    /// `finalize_wait` without beating the proposal. If it is a LOOKING vote of this round
+    /// that equals the proposal, record it, and decide if every connected voter now agrees.
+    /// This never changes what ZooKeeper would decide: a recorded vote equals the proposal,
+    /// and proposals only grow within a round, so it can never count for another proposal.
+    fn note_agreement_while_waiting(&mut self, from: ServerId, n: &Notification) {
+        let target = self.proposal();
+        if n.state != ServerState::Looking || !n.vote().matches(&target) {
+            return;
+        }
+        let Some(inst) = self.instance.as_mut() else {
+            return;
+        };
+        inst.recvset.insert(
+            from,
+            Vote::new(n.leader, n.zxid, n.election_epoch, n.peer_epoch),
+        );
+        let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
+        if self.all_connected_agree(&supporters) {
+            self.decide_proposal(supporters, DecisionPath::AllConnectedAgreed);
+        }
     }
 
     /// One iteration of the `lookForLeader` loop for a dequeued notification.

@@ -220,3 +220,74 @@ impl Net {
         self.decisions.get(&sid(i)).and_then(|d| d.last())
     }
 }
+
+/// One participant core over a majority rule, for tests that drive a single core by hand.
+pub fn core(
+    me: i64,
+    voters: &[i64],
+    observers: &[i64],
+    config: ElectionConfig,
+    data: VoteData,
+) -> FastLeaderElection {
+    let qv: Arc<dyn QuorumVerifier> = Arc::new(QuorumMaj::with_ids(
+        voters.iter().copied(),
+        observers.iter().copied(),
+    ));
+    let lt = if voters.contains(&me) {
+        LearnerType::Participant
+    } else {
+        LearnerType::Observer
+    };
+    FastLeaderElection::new(config, sid(me), lt, qv, data)
+}
+
+/// Every pending action of a core.
+pub fn actions(core: &mut FastLeaderElection) -> Vec<Action> {
+    std::iter::from_fn(|| core.poll_action()).collect()
+}
+
+/// The `Send` actions among `actions`, as (to, notification).
+pub fn sends(actions: &[Action]) -> Vec<(ServerId, Notification)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send { to, notification } => Some((*to, notification.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The decision among `actions`, if any.
+pub fn decision(actions: &[Action]) -> Option<Decision> {
+    actions.iter().find_map(|a| match a {
+        Action::Decided(d) => Some(d.clone()),
+        _ => None,
+    })
+}
+
+/// A LOOKING notification (version 2, no config) for `leader` with that leader's data.
+pub fn looking(leader: i64, zxid: Zxid, round: i64, peer_epoch: i64) -> Notification {
+    Notification {
+        state: ServerState::Looking,
+        leader: sid(leader),
+        zxid,
+        election_epoch: round,
+        peer_epoch,
+        version: 2,
+        config: None,
+    }
+}
+
+/// A notification from a server in `state` (version 2, no config).
+pub fn in_state(
+    state: ServerState,
+    leader: i64,
+    zxid: Zxid,
+    round: i64,
+    peer_epoch: i64,
+) -> Notification {
+    Notification {
+        state,
+        ..looking(leader, zxid, round, peer_epoch)
+    }
+}
