@@ -136,10 +136,12 @@ async fn z6_leader_that_loses_its_quorum_steps_down() {
 #[tokio::test]
 async fn z6_silent_leader_is_abandoned_after_sync_limit() {
     // Quorum packets from the leader are lost, election traffic is not: followers hear no
-    // PINGs and leave after syncLimit ticks.
+    // PINGs and leave after syncLimit ticks. (They may re-elect the same leader at once, so the
+    // LOOKING state itself can be too short to observe: what must end is the established epoch.)
     use zab_core::transport::{LinkVerdict, MessageKind};
     let (net, h, _) = ensemble(3, &[]).await;
-    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    let (_, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    let t = std::time::Instant::now();
     net.set_filter(|from, _to, kind| {
         if from == 3 && kind == MessageKind::Quorum {
             LinkVerdict::Drop
@@ -147,9 +149,13 @@ async fn z6_silent_leader_is_abandoned_after_sync_limit() {
             LinkVerdict::Deliver
         }
     });
-    h[0].wait_for(SETTLE, |s| s.state == ServerState::Looking)
+    let s = h[0]
+        .wait_for(SETTLE, |s| s.epoch != Some(epoch))
         .await
         .expect("follower leaves a silent leader");
+    assert_ne!(s.epoch, Some(epoch));
+    // syncLimit * tickTime = 500 ms of silence.
+    assert!(t.elapsed() >= std::time::Duration::from_millis(400));
 }
 
 #[tokio::test]
