@@ -123,20 +123,20 @@ async fn ours_run(n: usize) -> (Duration, Duration) {
             election: e.local_addr().expect("addr"),
             quorum: q.local_addr().expect("addr"),
         };
-        addrs.insert(sid, a);
+        addrs.insert(ServerId(sid), a);
         listeners.push((sid, e, q));
     }
     let members = addrs
         .iter()
         .map(|(sid, a)| {
             let addr = format!("127.0.0.1:{}:{}", a.quorum.port(), a.election.port());
-            (ServerId(*sid), ServerEntry::participant(addr))
+            (*sid, ServerEntry::participant(addr))
         })
         .collect();
     let qv = Arc::new(QuorumMaj::new(members, 0));
     let mut peers = Vec::new();
     for (sid, e, q) in listeners {
-        let cfg = TcpConfig::new(sid, addrs[&sid].election, addrs.clone());
+        let cfg = TcpConfig::new(ServerId(sid), addrs[&ServerId(sid)].election, addrs.clone());
         let t = TcpTransport::start(cfg, e, q).expect("transport");
         let pc = PeerConfig {
             my_id: ServerId(sid),

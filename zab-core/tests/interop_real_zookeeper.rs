@@ -105,15 +105,19 @@ async fn zookeeper_3_8_interop_our_peer_follows_the_real_leader_and_reelects_by_
             ServerEntry::participant(format!("127.0.0.1:{}:{}", p.quorum, p.election)),
         );
         peers.insert(
-            sid as i64,
+            ServerId(sid as i64),
             PeerAddrs {
                 election: addr(p.election),
                 quorum: addr(p.quorum),
             },
         );
     }
-    let tcp =
-        TcpTransport::start(TcpConfig::new(1, addr(e_port), peers), election, quorum).unwrap();
+    let tcp = TcpTransport::start(
+        TcpConfig::new(ServerId(1), addr(e_port), peers),
+        election,
+        quorum,
+    )
+    .unwrap();
     let cfg = PeerConfig {
         my_id: ServerId(1),
         learner_type: LearnerType::Participant,

@@ -25,7 +25,7 @@ async fn start(
 ) -> PeerHandle {
     QuorumPeer::new(
         config(sid, voters, observers),
-        net.endpoint(sid),
+        net.endpoint(ServerId(sid)),
         store.clone(),
     )
     .await
@@ -103,7 +103,7 @@ async fn z8_five_peers_survive_two_successive_leader_crashes() {
 async fn z6_partitioned_follower_goes_looking_and_rejoins() {
     let (net, h, _) = ensemble(3, &[]).await;
     let (leader, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
-    net.isolate(1);
+    net.isolate(ServerId(1));
     let s = h[0]
         .wait_for(SETTLE, |s| s.state == ServerState::Looking)
         .await
@@ -121,7 +121,7 @@ async fn z6_leader_that_loses_its_quorum_steps_down() {
     let (net, h, _) = ensemble(3, &[]).await;
     let (leader, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
     assert_eq!(leader, ServerId(3));
-    net.isolate(3);
+    net.isolate(ServerId(3));
     h[2].wait_for(SETTLE, |s| s.state == ServerState::Looking)
         .await
         .expect("isolated leader steps down");
@@ -143,7 +143,7 @@ async fn z6_silent_leader_is_abandoned_after_sync_limit() {
     let (_, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
     let t = std::time::Instant::now();
     net.set_filter(|from, _to, kind| {
-        if from == 3 && kind == MessageKind::Quorum {
+        if from == ServerId(3) && kind == MessageKind::Quorum {
             LinkVerdict::Drop
         } else {
             LinkVerdict::Deliver

@@ -13,6 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zab_core::transport::wire::{read_frame, ConnectionHeader, PROTOCOL_VERSION_V1};
 use zab_core::transport::{PeerAddrs, TcpConfig, TcpTransport, Transport, TransportEvent};
+use zab_core::ServerId;
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -21,10 +22,10 @@ async fn listener() -> TcpListener {
 }
 
 /// Starts a transport for `sid` whose peer table is `peers`.
-async fn transport(sid: i64, peers: HashMap<i64, PeerAddrs>, e: TcpListener) -> TcpTransport {
+async fn transport(sid: i64, peers: HashMap<ServerId, PeerAddrs>, e: TcpListener) -> TcpTransport {
     let q = listener().await;
     let addr = e.local_addr().unwrap();
-    TcpTransport::start(TcpConfig::new(sid, addr, peers), e, q).unwrap()
+    TcpTransport::start(TcpConfig::new(ServerId(sid), addr, peers), e, q).unwrap()
 }
 
 async fn next_matching(
@@ -100,7 +101,7 @@ async fn smaller_sid_is_closed_and_dialled_back_by_the_larger() {
     let fake_addr = fake.local_addr().unwrap();
     let e = listener().await;
     let our_addr = e.local_addr().unwrap();
-    let mut t = transport(2, HashMap::from([(1, addrs(fake_addr))]), e).await;
+    let mut t = transport(2, HashMap::from([(ServerId(1), addrs(fake_addr))]), e).await;
 
     // The fake (sid 1) dials us: we must close its connection ...
     let mut c = TcpStream::connect(our_addr).await.unwrap();
@@ -116,18 +117,18 @@ async fn smaller_sid_is_closed_and_dialled_back_by_the_larger() {
     let h = ConnectionHeader::read(&mut back).await.unwrap();
     assert_eq!(h.sid, 2);
     assert_eq!(h.addr.as_deref(), Some(our_addr.to_string().as_str()));
-    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(1)).await;
+    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(ServerId(1))).await;
     // The kept connection carries frames both ways.
     back.write_all(&frame(b"hello")).await.unwrap();
     let ev = next_matching(&mut t, |e| matches!(e, TransportEvent::Election { .. })).await;
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 1,
+            from: ServerId(1),
             payload: Bytes::from_static(b"hello")
         }
     );
-    t.send_election(1, Bytes::from_static(b"vote"));
+    t.send_election(ServerId(1), Bytes::from_static(b"vote"));
     assert_eq!(&read_frame(&mut back).await.unwrap()[..], b"vote");
 }
 
@@ -138,13 +139,13 @@ async fn larger_sid_keeps_the_connection_it_initiated() {
     let mut t = transport(2, HashMap::new(), e).await;
     let mut c = TcpStream::connect(our_addr).await.unwrap();
     c.write_all(&header(3, "127.0.0.1:9")).await.unwrap();
-    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(3)).await;
+    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(ServerId(3))).await;
     c.write_all(&frame(b"x")).await.unwrap();
     let ev = next_matching(&mut t, |e| matches!(e, TransportEvent::Election { .. })).await;
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 3,
+            from: ServerId(3),
             payload: Bytes::from_static(b"x")
         }
     );
@@ -156,8 +157,8 @@ async fn smaller_sid_initiator_sends_its_header_then_closes() {
     let fake = listener().await;
     let fake_addr = fake.local_addr().unwrap();
     let e = listener().await;
-    let mut t = transport(1, HashMap::from([(2, addrs(fake_addr))]), e).await;
-    t.send_election(2, Bytes::from_static(b"v"));
+    let mut t = transport(1, HashMap::from([(ServerId(2), addrs(fake_addr))]), e).await;
+    t.send_election(ServerId(2), Bytes::from_static(b"v"));
     let (mut s, _) = tokio::time::timeout(WAIT, fake.accept())
         .await
         .unwrap()
@@ -192,7 +193,7 @@ async fn bad_header_address_length_closes_that_connection_only() {
     // The acceptor still works.
     let mut c = TcpStream::connect(our_addr).await.unwrap();
     c.write_all(&header(5, "127.0.0.1:9")).await.unwrap();
-    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(5)).await;
+    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(ServerId(5))).await;
 }
 
 #[tokio::test]
@@ -202,23 +203,26 @@ async fn frame_length_limits_are_1_to_524288_and_a_bad_frame_closes_only_its_con
     let mut t = transport(2, HashMap::new(), e).await;
     let mut good = TcpStream::connect(our_addr).await.unwrap();
     good.write_all(&header(4, "127.0.0.1:9")).await.unwrap();
-    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(4)).await;
+    next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(ServerId(4))).await;
 
     // The largest legal frame is delivered.
     let big = vec![7u8; 524_288];
     good.write_all(&frame(&big)).await.unwrap();
     let ev = next_matching(&mut t, |e| matches!(e, TransportEvent::Election { .. })).await;
     assert!(
-        matches!(ev, TransportEvent::Election { from: 4, payload } if payload.len() == 524_288)
+        matches!(ev, TransportEvent::Election { from: ServerId(4), payload } if payload.len() == 524_288)
     );
 
     for bad_len in [0i32, -5, 524_289] {
         let mut c = TcpStream::connect(our_addr).await.unwrap();
         c.write_all(&header(3, "127.0.0.1:9")).await.unwrap();
-        next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(3)).await;
+        next_matching(&mut t, |e| *e == TransportEvent::ConnectionUp(ServerId(3))).await;
         c.write_all(&bad_len.to_be_bytes()).await.unwrap();
         assert_closed(&mut c).await;
-        next_matching(&mut t, |e| *e == TransportEvent::ConnectionDown(3)).await;
+        next_matching(&mut t, |e| {
+            *e == TransportEvent::ConnectionDown(ServerId(3))
+        })
+        .await;
     }
     // The other connection is untouched and the receiver still runs.
     good.write_all(&frame(b"still here")).await.unwrap();
@@ -226,7 +230,7 @@ async fn frame_length_limits_are_1_to_524288_and_a_bad_frame_closes_only_its_con
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 4,
+            from: ServerId(4),
             payload: Bytes::from_static(b"still here")
         }
     );
@@ -237,10 +241,10 @@ async fn last_message_is_resent_on_reconnect_and_only_the_newest_is_queued() {
     let fake = listener().await;
     let fake_addr = fake.local_addr().unwrap();
     let e = listener().await;
-    let mut t = transport(2, HashMap::from([(1, addrs(fake_addr))]), e).await;
+    let mut t = transport(2, HashMap::from([(ServerId(1), addrs(fake_addr))]), e).await;
     // Queue two messages before any connection: only the newest survives.
-    t.send_election(1, Bytes::from_static(b"old"));
-    t.send_election(1, Bytes::from_static(b"new"));
+    t.send_election(ServerId(1), Bytes::from_static(b"old"));
+    t.send_election(ServerId(1), Bytes::from_static(b"new"));
     let (mut s, _) = tokio::time::timeout(WAIT, fake.accept())
         .await
         .unwrap()
@@ -248,7 +252,10 @@ async fn last_message_is_resent_on_reconnect_and_only_the_newest_is_queued() {
     assert_eq!(ConnectionHeader::read(&mut s).await.unwrap().sid, 2);
     assert_eq!(&read_frame(&mut s).await.unwrap()[..], b"new");
     drop(s);
-    next_matching(&mut t, |e| *e == TransportEvent::ConnectionDown(1)).await;
+    next_matching(&mut t, |e| {
+        *e == TransportEvent::ConnectionDown(ServerId(1))
+    })
+    .await;
     t.connect_all();
     let (mut s, _) = tokio::time::timeout(WAIT, fake.accept())
         .await
@@ -262,12 +269,12 @@ async fn last_message_is_resent_on_reconnect_and_only_the_newest_is_queued() {
 async fn messages_to_self_are_looped_back() {
     let e = listener().await;
     let mut t = transport(2, HashMap::new(), e).await;
-    t.send_election(2, Bytes::from_static(b"me"));
+    t.send_election(ServerId(2), Bytes::from_static(b"me"));
     let ev = next_matching(&mut t, |_| true).await;
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 2,
+            from: ServerId(2),
             payload: Bytes::from_static(b"me")
         }
     );
@@ -277,28 +284,28 @@ async fn messages_to_self_are_looped_back() {
 async fn two_transports_end_with_one_connection_and_exchange_messages() {
     let (e1, e2) = (listener().await, listener().await);
     let (a1, a2) = (e1.local_addr().unwrap(), e2.local_addr().unwrap());
-    let peers = HashMap::from([(1, addrs(a1)), (2, addrs(a2))]);
+    let peers = HashMap::from([(ServerId(1), addrs(a1)), (ServerId(2), addrs(a2))]);
     let mut t1 = transport(1, peers.clone(), e1).await;
     let mut t2 = transport(2, peers, e2).await;
     // The smaller sid speaks first: its connection is replaced by the larger's dial-back.
-    t1.send_election(2, Bytes::from_static(b"from1"));
+    t1.send_election(ServerId(2), Bytes::from_static(b"from1"));
     let ev = next_matching(&mut t2, |e| matches!(e, TransportEvent::Election { .. })).await;
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 1,
+            from: ServerId(1),
             payload: Bytes::from_static(b"from1")
         }
     );
-    t2.send_election(1, Bytes::from_static(b"from2"));
+    t2.send_election(ServerId(1), Bytes::from_static(b"from2"));
     let ev = next_matching(&mut t1, |e| matches!(e, TransportEvent::Election { .. })).await;
     assert_eq!(
         ev,
         TransportEvent::Election {
-            from: 2,
+            from: ServerId(2),
             payload: Bytes::from_static(b"from2")
         }
     );
-    assert_eq!(t1.connected_peers(), vec![2]);
-    assert_eq!(t2.connected_peers(), vec![1]);
+    assert_eq!(t1.connected_peers(), vec![ServerId(2)]);
+    assert_eq!(t2.connected_peers(), vec![ServerId(1)]);
 }

@@ -30,18 +30,21 @@ struct Node {
     quorum: TcpListener,
 }
 
-async fn tcp_ensemble(n: i64) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
+async fn tcp_ensemble(n: i64) -> (Vec<PeerHandle>, HashMap<ServerId, PeerAddrs>) {
     tcp_ensemble_with(n, peer_support::timing()).await
 }
 
-async fn tcp_ensemble_with(n: i64, timing: Timing) -> (Vec<PeerHandle>, HashMap<i64, PeerAddrs>) {
+async fn tcp_ensemble_with(
+    n: i64,
+    timing: Timing,
+) -> (Vec<PeerHandle>, HashMap<ServerId, PeerAddrs>) {
     let mut nodes = Vec::new();
     let mut addrs = HashMap::new();
     for sid in 1..=n {
         let election = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let quorum = TcpListener::bind("127.0.0.1:0").await.unwrap();
         addrs.insert(
-            sid,
+            ServerId(sid),
             PeerAddrs {
                 election: election.local_addr().unwrap(),
                 quorum: quorum.local_addr().unwrap(),
@@ -53,7 +56,7 @@ async fn tcp_ensemble_with(n: i64, timing: Timing) -> (Vec<PeerHandle>, HashMap<
         .iter()
         .map(|(sid, a)| {
             (
-                ServerId(*sid),
+                *sid,
                 ServerEntry::participant(format!(
                     "127.0.0.1:{}:{}",
                     a.quorum.port(),
@@ -67,9 +70,9 @@ async fn tcp_ensemble_with(n: i64, timing: Timing) -> (Vec<PeerHandle>, HashMap<
     let mut handles = Vec::new();
     for (i, node) in nodes.into_iter().enumerate() {
         let sid = i as i64 + 1;
-        let own: SocketAddr = addrs[&sid].election;
+        let own: SocketAddr = addrs[&ServerId(sid)].election;
         let t = TcpTransport::start(
-            TcpConfig::new(sid, own, addrs.clone()),
+            TcpConfig::new(ServerId(sid), own, addrs.clone()),
             node.election,
             node.quorum,
         )
@@ -125,7 +128,9 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 async fn zab_notes_6_config_length_0_and_garbage_notifications_do_not_stop_the_receiver() {
     let (h, addrs) = tcp_ensemble(3).await;
     // A stranger with sid 9 (larger than 1, so its connection is kept) talks to server 1.
-    let mut s = TcpStream::connect(addrs[&1].election).await.unwrap();
+    let mut s = TcpStream::connect(addrs[&ServerId(1)].election)
+        .await
+        .unwrap();
     let header = ConnectionHeader {
         sid: 9,
         addr: Some("127.0.0.1:9".into()),

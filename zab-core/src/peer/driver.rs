@@ -252,7 +252,6 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         match ev {
             TransportEvent::Election { from, payload } => match Notification::decode(&payload) {
                 Ok(n) => {
-                    let from = ServerId(from);
                     if self.core.state() != ServerState::Looking
                         && n.state == ServerState::Looking
                         && (self.kept_looking.len() < MAX_KEPT_LOOKING
@@ -263,19 +262,18 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.core.handle_notification(now, from, n);
                 }
                 // Malformed notifications are dropped; the receiver keeps going (ZAB-NOTES §6).
-                Err(e) => debug!(sid = from, "undecodable notification dropped: {e}"),
+                Err(e) => debug!(sid = from.0, "undecodable notification dropped: {e}"),
             },
-            TransportEvent::ConnectionUp(s) => self.core.connection_up(now, ServerId(s)),
-            TransportEvent::ConnectionDown(s) => self.core.connection_down(now, ServerId(s)),
+            TransportEvent::ConnectionUp(s) => self.core.connection_up(now, s),
+            TransportEvent::ConnectionDown(s) => self.core.connection_down(now, s),
             TransportEvent::Quorum { from, packet } => {
-                let from = ServerId(from);
                 let opens = packet.kind == packet_type::FOLLOWERINFO
                     || packet.kind == packet_type::OBSERVERINFO;
                 match &mut self.role {
                     Role::Leader(d) => d.handle_packet(now, from, packet),
                     // We do not lead: refuse a would-be learner at once (ZooKeeper has no
                     // listener then), so it gives up and looks for the real leader.
-                    Role::Learner(_) if opens => self.transport.close_quorum(from.0),
+                    Role::Learner(_) if opens => self.transport.close_quorum(from),
                     Role::Learner(d) => d.handle_packet(now, from, packet),
                     Role::Looking => {
                         if opens
@@ -287,17 +285,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     }
                 }
             }
-            TransportEvent::QuorumDown(s) => {
-                let s = ServerId(s);
-                match &mut self.role {
-                    Role::Leader(d) => d.learner_gone(now, s),
-                    Role::Learner(d) if d.leader() == s => d.connection_lost(now),
-                    Role::Learner(_) => {}
-                    Role::Looking => {
-                        self.stashed.remove(&s);
-                    }
+            TransportEvent::QuorumDown(s) => match &mut self.role {
+                Role::Leader(d) => d.learner_gone(now, s),
+                Role::Learner(d) if d.leader() == s => d.connection_lost(now),
+                Role::Learner(_) => {}
+                Role::Looking => {
+                    self.stashed.remove(&s);
                 }
-            }
+            },
         }
     }
 
@@ -308,7 +303,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 match a {
                     Action::Send { to, notification } => {
                         let bytes = bytes::Bytes::from(notification.encode());
-                        self.transport.send_election(to.0, bytes);
+                        self.transport.send_election(to, bytes);
                     }
                     Action::ConnectAll => self.transport.connect_all(),
                     Action::Decided(d) => self.on_decided(d),
@@ -322,7 +317,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             };
             let Some(a) = next else { return Ok(()) };
             match a {
-                DiscoveryAction::Send { to, packet } => self.transport.send_quorum(to.0, packet),
+                DiscoveryAction::Send { to, packet } => self.transport.send_quorum(to, packet),
                 DiscoveryAction::PersistAcceptedEpoch(e) => {
                     self.store.save_accepted_epoch(e).await?;
                     self.epochs.accepted_epoch = e;
@@ -332,7 +327,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.epochs.current_epoch = e;
                     self.core.set_vote_data(self.vote_data());
                 }
-                DiscoveryAction::Close(s) => self.transport.close_quorum(s.0),
+                DiscoveryAction::Close(s) => self.transport.close_quorum(s),
                 DiscoveryAction::Established { epoch } => {
                     self.core.update_election_vote(epoch);
                     self.status.send_modify(|s| s.epoch = Some(epoch));
@@ -369,7 +364,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             }
             ServerState::Following | ServerState::Observing => {
                 for (from, _) in std::mem::take(&mut self.stashed) {
-                    self.transport.close_quorum(from.0);
+                    self.transport.close_quorum(from);
                 }
                 self.role = Role::Learner(LearnerDiscovery::new(
                     now,
@@ -396,10 +391,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         match std::mem::replace(&mut self.role, Role::Looking) {
             Role::Leader(d) => {
                 for s in d.learners() {
-                    self.transport.close_quorum(s.0);
+                    self.transport.close_quorum(s);
                 }
             }
-            Role::Learner(d) => self.transport.close_quorum(d.leader().0),
+            Role::Learner(d) => self.transport.close_quorum(d.leader()),
             Role::Looking => {}
         }
         self.status.send_replace(PeerStatus::LOOKING);

@@ -12,6 +12,7 @@ use tracing::debug;
 
 use super::{Transport, TransportEvent};
 use crate::discovery::QuorumPacket;
+use crate::types::ServerId;
 
 /// Capacity of an endpoint's event queue; when full, new events are dropped.
 const EVENT_QUEUE: usize = 4096;
@@ -36,39 +37,39 @@ pub enum MessageKind {
     Quorum,
 }
 
-type Filter = Arc<dyn Fn(i64, i64, MessageKind) -> LinkVerdict + Send + Sync>;
+type Filter = Arc<dyn Fn(ServerId, ServerId, MessageKind) -> LinkVerdict + Send + Sync>;
 
 #[derive(Default)]
 struct Hub {
-    endpoints: HashMap<i64, (u64, mpsc::Sender<TransportEvent>)>,
+    endpoints: HashMap<ServerId, (u64, mpsc::Sender<TransportEvent>)>,
     next_generation: u64,
-    cut: HashSet<(i64, i64)>,
-    quorum_links: HashSet<(i64, i64)>,
+    cut: HashSet<(ServerId, ServerId)>,
+    quorum_links: HashSet<(ServerId, ServerId)>,
     filter: Option<Filter>,
 }
 
-fn pair(a: i64, b: i64) -> (i64, i64) {
+fn pair(a: ServerId, b: ServerId) -> (ServerId, ServerId) {
     (a.min(b), a.max(b))
 }
 
 impl Hub {
-    fn linked(&self, a: i64, b: i64) -> bool {
+    fn linked(&self, a: ServerId, b: ServerId) -> bool {
         a == b
             || (self.endpoints.contains_key(&a)
                 && self.endpoints.contains_key(&b)
                 && !self.cut.contains(&pair(a, b)))
     }
 
-    fn emit(&self, to: i64, ev: TransportEvent) {
+    fn emit(&self, to: ServerId, ev: TransportEvent) {
         if let Some((_, tx)) = self.endpoints.get(&to) {
             if tx.try_send(ev).is_err() {
-                debug!(sid = to, "memory endpoint queue full, event dropped");
+                debug!(sid = to.0, "memory endpoint queue full, event dropped");
             }
         }
     }
 
     /// Tells both sides that the link between `a` and `b` went down.
-    fn link_down(&mut self, a: i64, b: i64) {
+    fn link_down(&mut self, a: ServerId, b: ServerId) {
         self.emit(a, TransportEvent::ConnectionDown(b));
         self.emit(b, TransportEvent::ConnectionDown(a));
         if self.quorum_links.remove(&pair(a, b)) {
@@ -106,15 +107,15 @@ impl MemoryNetwork {
 
     /// Attaches (or re-attaches, after a crash) the endpoint of `sid`. Every reachable peer and
     /// the new endpoint get [`TransportEvent::ConnectionUp`] for each other.
-    pub fn endpoint(&self, sid: i64) -> MemoryTransport {
+    pub fn endpoint(&self, sid: ServerId) -> MemoryTransport {
         let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let mut hub = self.hub();
         let generation = hub.next_generation;
         hub.next_generation += 1;
         if hub.endpoints.insert(sid, (generation, tx)).is_some() {
-            debug!(sid, "endpoint replaced");
+            debug!(sid = sid.0, "endpoint replaced");
         }
-        let others: Vec<i64> = hub
+        let others: Vec<ServerId> = hub
             .endpoints
             .keys()
             .copied()
@@ -136,17 +137,17 @@ impl MemoryNetwork {
     }
 
     /// Detaches `sid` as if its process died: every linked peer sees its connections close.
-    pub fn crash(&self, sid: i64) {
+    pub fn crash(&self, sid: ServerId) {
         self.crash_generation(sid, None);
     }
 
-    fn crash_generation(&self, sid: i64, generation: Option<u64>) {
+    fn crash_generation(&self, sid: ServerId, generation: Option<u64>) {
         let mut hub = self.hub();
         match hub.endpoints.get(&sid) {
             Some((g, _)) if generation.is_none_or(|want| want == *g) => {}
             _ => return,
         }
-        let others: Vec<i64> = hub
+        let others: Vec<ServerId> = hub
             .endpoints
             .keys()
             .copied()
@@ -161,7 +162,7 @@ impl MemoryNetwork {
     }
 
     /// Cuts the link between `a` and `b` (both directions).
-    pub fn cut(&self, a: i64, b: i64) {
+    pub fn cut(&self, a: ServerId, b: ServerId) {
         let mut hub = self.hub();
         if hub.linked(a, b) && a != b {
             hub.link_down(a, b);
@@ -170,8 +171,8 @@ impl MemoryNetwork {
     }
 
     /// Cuts every link of `sid`.
-    pub fn isolate(&self, sid: i64) {
-        let others: Vec<i64> = self.hub().endpoints.keys().copied().collect();
+    pub fn isolate(&self, sid: ServerId) {
+        let others: Vec<ServerId> = self.hub().endpoints.keys().copied().collect();
         for o in others.into_iter().filter(|o| *o != sid) {
             self.cut(sid, o);
         }
@@ -180,7 +181,7 @@ impl MemoryNetwork {
     /// Restores every cut link; both sides of each restored link get `ConnectionUp`.
     pub fn heal(&self) {
         let mut hub = self.hub();
-        let cut: Vec<(i64, i64)> = hub.cut.drain().collect();
+        let cut: Vec<(ServerId, ServerId)> = hub.cut.drain().collect();
         for (a, b) in cut {
             if hub.linked(a, b) {
                 hub.emit(a, TransportEvent::ConnectionUp(b));
@@ -193,7 +194,7 @@ impl MemoryNetwork {
     /// previous one.
     pub fn set_filter(
         &self,
-        f: impl Fn(i64, i64, MessageKind) -> LinkVerdict + Send + Sync + 'static,
+        f: impl Fn(ServerId, ServerId, MessageKind) -> LinkVerdict + Send + Sync + 'static,
     ) {
         self.hub().filter = Some(Arc::new(f));
     }
@@ -203,7 +204,7 @@ impl MemoryNetwork {
         self.hub().filter = None;
     }
 
-    fn deliver(&self, from: i64, to: i64, kind: MessageKind, ev: TransportEvent) {
+    fn deliver(&self, from: ServerId, to: ServerId, kind: MessageKind, ev: TransportEvent) {
         let hub = self.hub();
         if !hub.linked(from, to) {
             return;
@@ -234,7 +235,7 @@ impl MemoryNetwork {
 #[derive(Debug)]
 pub struct MemoryTransport {
     net: MemoryNetwork,
-    sid: i64,
+    sid: ServerId,
     generation: u64,
     events: mpsc::Receiver<TransportEvent>,
 }
@@ -247,11 +248,11 @@ impl Drop for MemoryTransport {
 
 #[async_trait]
 impl Transport for MemoryTransport {
-    fn my_sid(&self) -> i64 {
+    fn my_sid(&self) -> ServerId {
         self.sid
     }
 
-    fn send_election(&mut self, to: i64, payload: Bytes) {
+    fn send_election(&mut self, to: ServerId, payload: Bytes) {
         let ev = TransportEvent::Election {
             from: self.sid,
             payload,
@@ -259,7 +260,7 @@ impl Transport for MemoryTransport {
         self.net.deliver(self.sid, to, MessageKind::Election, ev);
     }
 
-    fn send_quorum(&mut self, to: i64, packet: QuorumPacket) {
+    fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket) {
         {
             let mut hub = self.net.hub();
             if !hub.linked(self.sid, to) {
@@ -274,7 +275,7 @@ impl Transport for MemoryTransport {
         self.net.deliver(self.sid, to, MessageKind::Quorum, ev);
     }
 
-    fn close_quorum(&mut self, peer: i64) {
+    fn close_quorum(&mut self, peer: ServerId) {
         let mut hub = self.net.hub();
         if hub.quorum_links.remove(&pair(self.sid, peer)) {
             hub.emit(peer, TransportEvent::QuorumDown(self.sid));

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::discovery::QuorumPacket;
+use crate::types::ServerId;
 
 /// Something a transport hands to its peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,23 +28,23 @@ pub enum TransportEvent {
     /// the receiver decodes and drops what is malformed.
     Election {
         /// The sender's sid (from the connection handshake, or our own sid for loopback).
-        from: i64,
+        from: ServerId,
         /// The frame payload.
         payload: Bytes,
     },
     /// An election connection to `sid` came up.
-    ConnectionUp(i64),
+    ConnectionUp(ServerId),
     /// The election connection to `sid` went down.
-    ConnectionDown(i64),
+    ConnectionDown(ServerId),
     /// A quorum packet from `from`.
     Quorum {
         /// The sender's sid.
-        from: i64,
+        from: ServerId,
         /// The packet.
         packet: QuorumPacket,
     },
     /// The quorum connection with `sid` closed (a learner left, or our leader is gone).
-    QuorumDown(i64),
+    QuorumDown(ServerId),
 }
 
 /// How a peer talks to the others. Sending never blocks and never fails: delivery is best
@@ -52,21 +53,21 @@ pub enum TransportEvent {
 #[async_trait]
 pub trait Transport: Send + 'static {
     /// Our own sid.
-    fn my_sid(&self) -> i64;
+    fn my_sid(&self) -> ServerId;
 
     /// Queues an election message for `to`. Per destination only the newest unsent message is
     /// kept. A message to ourselves is looped back.
-    fn send_election(&mut self, to: i64, payload: Bytes);
+    fn send_election(&mut self, to: ServerId, payload: Bytes);
 
     /// Asks the transport to (re)connect to every known peer (ZooKeeper's `connectAll`).
     fn connect_all(&mut self) {}
 
     /// Sends a quorum packet to `to`, opening a quorum connection if needed (a learner dials its
     /// leader; a leader answers on the connection its learner opened).
-    fn send_quorum(&mut self, to: i64, packet: QuorumPacket);
+    fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket);
 
     /// Closes the quorum connection with `peer`, if any (for instance when leaving FOLLOWING).
-    fn close_quorum(&mut self, peer: i64);
+    fn close_quorum(&mut self, peer: ServerId);
 
     /// The next event; `None` once the transport is shut down.
     async fn recv(&mut self) -> Option<TransportEvent>;

@@ -30,11 +30,15 @@ use tracing::{debug, warn};
 use super::wire::{read_frame, write_frame, ConnectionHeader};
 use super::{Transport, TransportEvent};
 use crate::discovery::{packet_type, LearnerInfo, QuorumPacket};
+use crate::types::ServerId;
 
 /// Capacity of the event queue towards the peer; when full, new events are dropped (logged).
 const EVENT_QUEUE: usize = 1024;
 /// Capacity of one quorum connection's outgoing queue.
 const QUORUM_QUEUE: usize = 256;
+/// A smaller sid dialling us while our own connection to it is younger than this is a crossing
+/// dial: our connection is kept instead of being replaced by a dial-back.
+const CROSSING_DIAL_WINDOW: Duration = Duration::from_secs(1);
 
 /// Addresses of one peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +53,9 @@ pub struct PeerAddrs {
 #[derive(Debug, Clone)]
 pub struct TcpConfig {
     /// Our sid.
-    pub my_sid: i64,
+    pub my_sid: ServerId,
     /// The other servers (and optionally ourselves, which is ignored), by sid.
-    pub peers: HashMap<i64, PeerAddrs>,
+    pub peers: HashMap<ServerId, PeerAddrs>,
     /// The election address we announce in our connection header (`host:port`).
     pub announced_addr: String,
     /// Timeout for connecting and for reading a connection header (ZooKeeper's `cnxTimeout`).
@@ -60,7 +64,11 @@ pub struct TcpConfig {
 
 impl TcpConfig {
     /// A configuration with the default 5 s connect timeout.
-    pub fn new(my_sid: i64, announced_addr: SocketAddr, peers: HashMap<i64, PeerAddrs>) -> Self {
+    pub fn new(
+        my_sid: ServerId,
+        announced_addr: SocketAddr,
+        peers: HashMap<ServerId, PeerAddrs>,
+    ) -> Self {
         Self {
             my_sid,
             peers,
@@ -80,6 +88,7 @@ struct SendSlot {
 struct Conn {
     generation: u64,
     tasks: Vec<AbortHandle>,
+    since: std::time::Instant,
 }
 
 impl Conn {
@@ -105,8 +114,8 @@ struct QuorumConn {
 
 #[derive(Default)]
 struct State {
-    election: HashMap<i64, ElectionPeer>,
-    quorum: HashMap<i64, QuorumConn>,
+    election: HashMap<ServerId, ElectionPeer>,
+    quorum: HashMap<ServerId, QuorumConn>,
     next_generation: u64,
     listeners: Vec<AbortHandle>,
 }
@@ -125,7 +134,7 @@ impl Shared {
     fn emit(&self, ev: TransportEvent) {
         if let Err(e) = self.events.try_send(ev) {
             warn!(
-                sid = self.cfg.my_sid,
+                sid = self.cfg.my_sid.0,
                 "event queue full or closed, dropping {:?}", e
             );
         }
@@ -200,9 +209,9 @@ impl TcpTransport {
     }
 
     /// Sids with an established election connection (for tests and diagnostics).
-    pub fn connected_peers(&self) -> Vec<i64> {
+    pub fn connected_peers(&self) -> Vec<ServerId> {
         let st = self.shared.state();
-        let mut v: Vec<i64> = st
+        let mut v: Vec<ServerId> = st
             .election
             .iter()
             .filter(|(_, p)| p.conn.is_some())
@@ -236,11 +245,11 @@ impl Drop for TcpTransport {
 
 #[async_trait]
 impl Transport for TcpTransport {
-    fn my_sid(&self) -> i64 {
+    fn my_sid(&self) -> ServerId {
         self.shared.cfg.my_sid
     }
 
-    fn send_election(&mut self, to: i64, payload: Bytes) {
+    fn send_election(&mut self, to: ServerId, payload: Bytes) {
         let me = self.shared.cfg.my_sid;
         if to == me {
             self.shared
@@ -265,18 +274,21 @@ impl Transport for TcpTransport {
 
     fn connect_all(&mut self) {
         let me = self.shared.cfg.my_sid;
-        let sids: Vec<i64> = self.shared.cfg.peers.keys().copied().collect();
+        let sids: Vec<ServerId> = self.shared.cfg.peers.keys().copied().collect();
         for sid in sids.into_iter().filter(|s| *s != me) {
             connect_one(&self.shared, sid);
         }
     }
 
-    fn send_quorum(&mut self, to: i64, packet: QuorumPacket) {
+    fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket) {
         let shared = &self.shared;
         let mut st = shared.state();
         if let Some(c) = st.quorum.get(&to) {
             if c.tx.try_send(packet).is_err() {
-                warn!(sid = to, "quorum send queue full, closing that connection");
+                warn!(
+                    sid = to.0,
+                    "quorum send queue full, closing that connection"
+                );
                 if let Some(c) = st.quorum.remove(&to) {
                     for t in &c.tasks {
                         t.abort();
@@ -289,7 +301,7 @@ impl Transport for TcpTransport {
         }
         let Some(addrs) = shared.cfg.peers.get(&to).copied() else {
             warn!(
-                sid = to,
+                sid = to.0,
                 "no quorum connection and no address for peer, packet dropped"
             );
             return;
@@ -315,7 +327,7 @@ impl Transport for TcpTransport {
         );
     }
 
-    fn close_quorum(&mut self, peer: i64) {
+    fn close_quorum(&mut self, peer: ServerId) {
         if let Some(c) = self.shared.state().quorum.remove(&peer) {
             for t in &c.tasks {
                 t.abort();
@@ -330,7 +342,7 @@ impl Transport for TcpTransport {
 
 // ---------- election connections ----------
 
-fn connect_one(shared: &Arc<Shared>, sid: i64) {
+fn connect_one(shared: &Arc<Shared>, sid: ServerId) {
     let Some(addrs) = shared.cfg.peers.get(&sid).copied() else {
         return;
     };
@@ -351,7 +363,7 @@ fn connect_one(shared: &Arc<Shared>, sid: i64) {
         match result {
             Ok(Some(stream)) => start_election_conn(&shared, sid, stream),
             Ok(None) => {}
-            Err(e) => debug!(sid, "election connect failed: {e}"),
+            Err(e) => debug!(sid = sid.0, "election connect failed: {e}"),
         }
     });
 }
@@ -359,7 +371,7 @@ fn connect_one(shared: &Arc<Shared>, sid: i64) {
 /// Dials `sid`, sends our header; returns the stream if we keep it (our sid is the larger).
 async fn dial_election(
     shared: &Shared,
-    sid: i64,
+    sid: ServerId,
     addr: SocketAddr,
 ) -> std::io::Result<Option<TcpStream>> {
     let timeout = shared.cfg.connect_timeout;
@@ -368,7 +380,7 @@ async fn dial_election(
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))??;
     stream.set_nodelay(true)?;
     let header = ConnectionHeader {
-        sid: shared.cfg.my_sid,
+        sid: shared.cfg.my_sid.0,
         addr: Some(shared.cfg.announced_addr.clone()),
     };
     stream.write_all(&header.encode()).await?;
@@ -376,7 +388,7 @@ async fn dial_election(
     if sid > shared.cfg.my_sid {
         // The larger sid keeps the connection it initiates: ours is dropped, it dials back.
         debug!(
-            sid,
+            sid = sid.0,
             "smaller sid: sent header and closing, waiting for the dial-back"
         );
         let _ = stream.shutdown().await;
@@ -392,7 +404,7 @@ async fn accept_election(shared: Arc<Shared>, listener: TcpListener) {
                 tokio::spawn(handle_incoming_election(shared.clone(), stream));
             }
             Err(e) => {
-                warn!(sid = shared.cfg.my_sid, "election accept failed: {e}");
+                warn!(sid = shared.cfg.my_sid.0, "election accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -410,26 +422,41 @@ async fn handle_incoming_election(shared: Arc<Shared>, mut stream: TcpStream) {
     {
         Ok(Ok(h)) => h,
         Ok(Err(e)) => {
-            warn!(sid = me, "bad election connection header, closing: {e}");
+            warn!(sid = me.0, "bad election connection header, closing: {e}");
             return;
         }
         Err(_) => {
-            warn!(sid = me, "election connection header timed out, closing");
+            warn!(sid = me.0, "election connection header timed out, closing");
             return;
         }
     };
-    let sid = header.sid;
+    let sid = ServerId(header.sid);
     if sid == me {
         warn!(
-            sid,
+            sid = sid.0,
             "connection from a server with our own sid, dropping it"
         );
         return;
     }
     if sid < me {
         // We have the larger sid: close and dial back, so that we are the initiator.
-        debug!(sid, "smaller sid connected: closing and dialling back");
         drop(stream);
+        let fresh = shared
+            .state()
+            .election
+            .get(&sid)
+            .and_then(|p| p.conn.as_ref())
+            .is_some_and(|c| c.since.elapsed() < CROSSING_DIAL_WINDOW);
+        if fresh {
+            // Both sides dialled at once and our own connection just came up: it is the one
+            // ZooKeeper's rule keeps anyway, so do not tear it down and dial again.
+            debug!(sid = sid.0, "crossing dials: keeping our new connection");
+            return;
+        }
+        debug!(
+            sid = sid.0,
+            "smaller sid connected: closing and dialling back"
+        );
         if let Some(p) = shared.state().election.get_mut(&sid) {
             if let Some(c) = p.conn.take() {
                 c.abort();
@@ -441,7 +468,7 @@ async fn handle_incoming_election(shared: Arc<Shared>, mut stream: TcpStream) {
     start_election_conn(&shared, sid, stream);
 }
 
-fn start_election_conn(shared: &Arc<Shared>, sid: i64, stream: TcpStream) {
+fn start_election_conn(shared: &Arc<Shared>, sid: ServerId, stream: TcpStream) {
     let (r, w) = stream.into_split();
     let mut st = shared.state();
     let generation = st.next_generation;
@@ -457,22 +484,23 @@ fn start_election_conn(shared: &Arc<Shared>, sid: i64, stream: TcpStream) {
     let s1 = shared.clone();
     let send = tokio::spawn(async move {
         let e = election_send_loop(slot, w).await;
-        debug!(sid, "election send worker ended: {e}");
+        debug!(sid = sid.0, "election send worker ended: {e}");
         election_conn_ended(&s1, sid, generation);
     });
     let s2 = shared.clone();
     let recv = tokio::spawn(async move {
         let e = election_recv_loop(&s2, sid, r).await;
-        warn!(sid, "election connection closed: {e}");
+        warn!(sid = sid.0, "election connection closed: {e}");
         election_conn_ended(&s2, sid, generation);
     });
     peer.conn = Some(Conn {
         generation,
         tasks: vec![send.abort_handle(), recv.abort_handle()],
+        since: std::time::Instant::now(),
     });
 }
 
-fn election_conn_ended(shared: &Shared, sid: i64, generation: u64) {
+fn election_conn_ended(shared: &Shared, sid: ServerId, generation: u64) {
     let mut st = shared.state();
     let Some(peer) = st.election.get_mut(&sid) else {
         return;
@@ -515,22 +543,19 @@ async fn election_send_loop(slot: Arc<SendSlot>, mut w: OwnedWriteHalf) -> Strin
             slot.notify.notified().await;
             continue;
         };
-        if let Err(e) = write_frame(&mut w, &msg).await {
-            // Keep it for the next connection.
-            *slot
-                .last_sent
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(msg);
-            return e.to_string();
-        }
+        // Remember it before writing: if this connection is replaced (its task aborted) or
+        // fails mid-write, the next connection starts by sending it again.
         *slot
             .last_sent
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(msg);
+            .unwrap_or_else(PoisonError::into_inner) = Some(msg.clone());
+        if let Err(e) = write_frame(&mut w, &msg).await {
+            return e.to_string();
+        }
     }
 }
 
-async fn election_recv_loop(shared: &Shared, sid: i64, mut r: OwnedReadHalf) -> String {
+async fn election_recv_loop(shared: &Shared, sid: ServerId, mut r: OwnedReadHalf) -> String {
     loop {
         match read_frame(&mut r).await {
             Ok(payload) => shared.emit(TransportEvent::Election { from: sid, payload }),
@@ -543,7 +568,7 @@ async fn election_recv_loop(shared: &Shared, sid: i64, mut r: OwnedReadHalf) -> 
 
 async fn dial_quorum(
     shared: Arc<Shared>,
-    sid: i64,
+    sid: ServerId,
     generation: u64,
     addr: SocketAddr,
     rx: mpsc::Receiver<QuorumPacket>,
@@ -552,12 +577,12 @@ async fn dial_quorum(
         match tokio::time::timeout(shared.cfg.connect_timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
-                debug!(sid, "quorum connect failed: {e}");
+                debug!(sid = sid.0, "quorum connect failed: {e}");
                 quorum_conn_ended(&shared, sid, generation);
                 return;
             }
             Err(_) => {
-                debug!(sid, "quorum connect timed out");
+                debug!(sid = sid.0, "quorum connect timed out");
                 quorum_conn_ended(&shared, sid, generation);
                 return;
             }
@@ -568,7 +593,7 @@ async fn dial_quorum(
 
 async fn run_quorum_conn(
     shared: Arc<Shared>,
-    sid: i64,
+    sid: ServerId,
     generation: u64,
     stream: TcpStream,
     mut rx: mpsc::Receiver<QuorumPacket>,
@@ -578,7 +603,7 @@ async fn run_quorum_conn(
     let s2 = shared.clone();
     let reader = tokio::spawn(async move {
         let e = quorum_read_loop(&s2, sid, r, buffered).await;
-        debug!(sid, "quorum connection read side ended: {e}");
+        debug!(sid = sid.0, "quorum connection read side ended: {e}");
         quorum_conn_ended(&s2, sid, generation);
     });
     if let Some(c) = shared.state().quorum.get_mut(&sid) {
@@ -591,7 +616,7 @@ async fn run_quorum_conn(
         out.clear();
         p.encode(&mut out);
         if let Err(e) = w.write_all(&out).await {
-            debug!(sid, "quorum write failed: {e}");
+            debug!(sid = sid.0, "quorum write failed: {e}");
             break;
         }
     }
@@ -619,7 +644,7 @@ fn skip_snapshot(buf: &mut BytesMut) -> bool {
 
 async fn quorum_read_loop(
     shared: &Shared,
-    sid: i64,
+    sid: ServerId,
     mut r: OwnedReadHalf,
     mut buf: BytesMut,
 ) -> String {
@@ -651,7 +676,7 @@ async fn quorum_read_loop(
     }
 }
 
-fn quorum_conn_ended(shared: &Shared, sid: i64, generation: u64) {
+fn quorum_conn_ended(shared: &Shared, sid: ServerId, generation: u64) {
     let mut st = shared.state();
     match st.quorum.get(&sid) {
         Some(c) if c.generation == generation => {}
@@ -673,7 +698,7 @@ async fn accept_quorum(shared: Arc<Shared>, listener: TcpListener) {
                 tokio::spawn(handle_incoming_quorum(shared.clone(), stream));
             }
             Err(e) => {
-                warn!(sid = shared.cfg.my_sid, "quorum accept failed: {e}");
+                warn!(sid = shared.cfg.my_sid.0, "quorum accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -702,12 +727,12 @@ async fn handle_incoming_quorum(shared: Arc<Shared>, mut stream: TcpStream) {
     let first = match first {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
-            warn!(sid = shared.cfg.my_sid, "quorum connection rejected: {e}");
+            warn!(sid = shared.cfg.my_sid.0, "quorum connection rejected: {e}");
             return;
         }
         Err(_) => {
             warn!(
-                sid = shared.cfg.my_sid,
+                sid = shared.cfg.my_sid.0,
                 "quorum connection sent nothing, closing"
             );
             return;
@@ -721,7 +746,7 @@ async fn handle_incoming_quorum(shared: Arc<Shared>, mut stream: TcpStream) {
         return;
     }
     let sid = match first.data.as_deref().map(LearnerInfo::decode) {
-        Some(Ok(info)) => info.sid,
+        Some(Ok(info)) => ServerId(info.sid),
         _ => {
             warn!("malformed LearnerInfo, closing quorum connection");
             return;
