@@ -309,3 +309,68 @@ async fn two_transports_end_with_one_connection_and_exchange_messages() {
     assert_eq!(t1.connected_peers(), vec![ServerId(2)]);
     assert_eq!(t2.connected_peers(), vec![ServerId(1)]);
 }
+
+fn quorum_packet(kind: i32, zxid: i64, data: &[u8]) -> Vec<u8> {
+    let mut v = kind.to_be_bytes().to_vec();
+    v.extend_from_slice(&zxid.to_be_bytes());
+    v.extend_from_slice(&(data.len() as i32).to_be_bytes());
+    v.extend_from_slice(data);
+    v.extend_from_slice(&(-1i32).to_be_bytes());
+    v
+}
+
+#[tokio::test]
+async fn quorum_port_names_the_learner_by_its_learnerinfo_and_closes_only_malformed_streams() {
+    use zab_core::discovery::{packet_type, LearnerInfo};
+    let e = listener().await;
+    let q = listener().await;
+    let q_addr = q.local_addr().unwrap();
+    let addr = e.local_addr().unwrap();
+    let mut t =
+        TcpTransport::start(TcpConfig::new(ServerId(3), addr, HashMap::new()), e, q).unwrap();
+
+    // Garbage (a negative data length) closes that connection.
+    let mut bad = TcpStream::connect(q_addr).await.unwrap();
+    bad.write_all(&quorum_packet(packet_type::FOLLOWERINFO, 0, b"")[..12])
+        .await
+        .unwrap();
+    bad.write_all(&(-7i32).to_be_bytes()).await.unwrap();
+    assert_closed(&mut bad).await;
+    // A first packet other than FOLLOWERINFO / OBSERVERINFO closes that connection.
+    let mut ping = TcpStream::connect(q_addr).await.unwrap();
+    ping.write_all(&quorum_packet(packet_type::PING, 0, b""))
+        .await
+        .unwrap();
+    assert_closed(&mut ping).await;
+
+    // A learner is named by the sid in its LearnerInfo, and answered on its connection.
+    let mut good = TcpStream::connect(q_addr).await.unwrap();
+    let info = LearnerInfo {
+        sid: 1,
+        protocol_version: 0x10000,
+        config_version: 0,
+    }
+    .encode();
+    good.write_all(&quorum_packet(packet_type::FOLLOWERINFO, 4 << 32, &info))
+        .await
+        .unwrap();
+    let ev = next_matching(&mut t, |e| matches!(e, TransportEvent::Quorum { .. })).await;
+    let TransportEvent::Quorum { from, packet } = ev else {
+        unreachable!()
+    };
+    assert_eq!(
+        (from, packet.kind, packet.zxid),
+        (ServerId(1), packet_type::FOLLOWERINFO, 4 << 32)
+    );
+    t.send_quorum(
+        ServerId(1),
+        zab_core::discovery::QuorumPacket::new(packet_type::PING, 9),
+    );
+    let mut answer = [0u8; 20];
+    good.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer[..4], &packet_type::PING.to_be_bytes());
+    assert_eq!(&answer[4..12], &9i64.to_be_bytes());
+    // Closing it is reported.
+    drop(good);
+    next_matching(&mut t, |e| *e == TransportEvent::QuorumDown(ServerId(1))).await;
+}

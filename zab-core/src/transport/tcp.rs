@@ -511,6 +511,11 @@ fn election_conn_ended(shared: &Shared, sid: ServerId, generation: u64) {
     if let Some(c) = peer.conn.take() {
         c.abort();
     }
+    // Forget servers that are not in our configuration (observers, strangers), so that
+    // connections from ever new sids cannot grow the table without bound.
+    if !shared.cfg.peers.contains_key(&sid) {
+        st.election.remove(&sid);
+    }
     drop(st);
     shared.emit(TransportEvent::ConnectionDown(sid));
 }
