@@ -175,3 +175,33 @@ async fn z1_restarted_follower_rejoins_with_its_persisted_epochs() {
     assert_eq!((leader, epoch2), (ServerId(3), epoch));
     assert_eq!(stores[0].snapshot().accepted_epoch, epoch);
 }
+
+#[tokio::test]
+async fn z1_peer_on_a_file_store_restarts_with_its_epochs() {
+    use zab_core::store::FileElectionStore;
+    let dir = tempfile::tempdir().unwrap();
+    let net = MemoryNetwork::new();
+    let voters = [1, 2, 3];
+    let others: Vec<MemoryElectionStore> = (0..2).map(|_| MemoryElectionStore::default()).collect();
+    let file = FileElectionStore::create_fresh(dir.path()).unwrap();
+    let mut h = vec![
+        QuorumPeer::new(config(1, &voters, &[]), net.endpoint(ServerId(1)), file)
+            .await
+            .unwrap()
+            .spawn(),
+    ];
+    h.push(start(&net, 2, &voters, &[], &others[0]).await);
+    h.push(start(&net, 3, &voters, &[], &others[1]).await);
+    let (_, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    h[0].kill();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let reopened = FileElectionStore::open(dir.path()).unwrap();
+    let e = reopened.load().await.unwrap();
+    assert_eq!((e.accepted_epoch, e.current_epoch), (epoch, epoch));
+    h[0] = QuorumPeer::new(config(1, &voters, &[]), net.endpoint(ServerId(1)), reopened)
+        .await
+        .unwrap()
+        .spawn();
+    let (leader, epoch2) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    assert_eq!((leader, epoch2), (ServerId(3), epoch));
+}
