@@ -374,3 +374,39 @@ async fn quorum_port_names_the_learner_by_its_learnerinfo_and_closes_only_malfor
     drop(good);
     next_matching(&mut t, |e| *e == TransportEvent::QuorumDown(ServerId(1))).await;
 }
+
+#[tokio::test]
+async fn unconfigured_smaller_sid_is_dialled_back_at_its_announced_address_but_never_a_wildcard() {
+    let e = listener().await;
+    let our_addr = e.local_addr().unwrap();
+    let _t = transport(5, HashMap::new(), e).await;
+
+    // A wildcard address is never dialled (ZOOKEEPER-2164).
+    let wild = listener().await;
+    let wild_port = wild.local_addr().unwrap().port();
+    let mut c = TcpStream::connect(our_addr).await.unwrap();
+    c.write_all(&header(1, &format!("0.0.0.0:{wild_port}")))
+        .await
+        .unwrap();
+    assert_closed(&mut c).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), wild.accept())
+            .await
+            .is_err(),
+        "dialled a wildcard address"
+    );
+
+    // A concrete address is dialled back, as ZooKeeper does for servers it does not know.
+    let fake = listener().await;
+    let fake_addr = fake.local_addr().unwrap();
+    let mut c = TcpStream::connect(our_addr).await.unwrap();
+    c.write_all(&header(2, &fake_addr.to_string()))
+        .await
+        .unwrap();
+    assert_closed(&mut c).await;
+    let (mut back, _) = tokio::time::timeout(WAIT, fake.accept())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ConnectionHeader::read(&mut back).await.unwrap().sid, 5);
+}

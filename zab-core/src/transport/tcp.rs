@@ -36,6 +36,8 @@ use crate::types::ServerId;
 const EVENT_QUEUE: usize = 1024;
 /// Capacity of one quorum connection's outgoing queue.
 const QUORUM_QUEUE: usize = 256;
+/// Most addresses learned from the headers of servers missing from our configuration.
+const MAX_LEARNED_ADDRS: usize = 1024;
 /// A smaller sid dialling us while our own connection to it is younger than this is a crossing
 /// dial: our connection is kept instead of being replaced by a dial-back.
 const CROSSING_DIAL_WINDOW: Duration = Duration::from_secs(1);
@@ -115,6 +117,8 @@ struct QuorumConn {
 #[derive(Default)]
 struct State {
     election: HashMap<ServerId, ElectionPeer>,
+    /// Election addresses announced in the headers of servers missing from our configuration.
+    learned: HashMap<ServerId, SocketAddr>,
     quorum: HashMap<ServerId, QuorumConn>,
     next_generation: u64,
     listeners: Vec<AbortHandle>,
@@ -343,20 +347,25 @@ impl Transport for TcpTransport {
 // ---------- election connections ----------
 
 fn connect_one(shared: &Arc<Shared>, sid: ServerId) {
-    let Some(addrs) = shared.cfg.peers.get(&sid).copied() else {
-        return;
-    };
-    {
+    let addr = {
         let mut st = shared.state();
+        let addr = match shared.cfg.peers.get(&sid) {
+            Some(a) => a.election,
+            None => match st.learned.get(&sid) {
+                Some(a) => *a,
+                None => return,
+            },
+        };
         let peer = st.election.entry(sid).or_default();
         if peer.conn.is_some() || peer.dialing {
             return;
         }
         peer.dialing = true;
-    }
+        addr
+    };
     let shared = shared.clone();
     tokio::spawn(async move {
-        let result = dial_election(&shared, sid, addrs.election).await;
+        let result = dial_election(&shared, sid, addr).await;
         if let Some(p) = shared.state().election.get_mut(&sid) {
             p.dialing = false;
         }
@@ -457,9 +466,27 @@ async fn handle_incoming_election(shared: Arc<Shared>, mut stream: TcpStream) {
             sid = sid.0,
             "smaller sid connected: closing and dialling back"
         );
-        if let Some(p) = shared.state().election.get_mut(&sid) {
-            if let Some(c) = p.conn.take() {
-                c.abort();
+        {
+            let mut st = shared.state();
+            if let Some(p) = st.election.get_mut(&sid) {
+                if let Some(c) = p.conn.take() {
+                    c.abort();
+                }
+            }
+            // A server missing from our configuration is dialled back at the address it
+            // announced, unless that is a wildcard (ZOOKEEPER-2164) or the table is full.
+            if !shared.cfg.peers.contains_key(&sid) {
+                let announced = header
+                    .addr
+                    .as_deref()
+                    .and_then(|a| a.split('|').next())
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                    .filter(|a| !a.ip().is_unspecified());
+                if let Some(a) = announced {
+                    if st.learned.len() < MAX_LEARNED_ADDRS || st.learned.contains_key(&sid) {
+                        st.learned.insert(sid, a);
+                    }
+                }
             }
         }
         connect_one(&shared, sid);
