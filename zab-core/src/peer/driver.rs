@@ -302,8 +302,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             if let Some(a) = self.core.poll_action() {
                 match a {
                     Action::Send { to, notification } => {
-                        let bytes = bytes::Bytes::from(notification.encode());
-                        self.transport.send_election(to, bytes);
+                        self.transport.send_notification(to, &notification);
                     }
                     Action::ConnectAll => self.transport.connect_all(),
                     Action::Decided(d) => self.on_decided(d),

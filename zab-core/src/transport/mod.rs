@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::discovery::QuorumPacket;
+use crate::notification::Notification;
 use crate::types::ServerId;
 
 /// Something a transport hands to its peer.
@@ -58,6 +59,12 @@ pub trait Transport: Send + 'static {
     /// Queues an election message for `to`. Per destination only the newest unsent message is
     /// kept. A message to ourselves is looped back.
     fn send_election(&mut self, to: ServerId, payload: Bytes);
+
+    /// Encodes `notification` (ZAB-NOTES §6) and queues it for `to`, as
+    /// [`send_election`](Self::send_election) does.
+    fn send_notification(&mut self, to: ServerId, notification: &Notification) {
+        self.send_election(to, Bytes::from(notification.encode()));
+    }
 
     /// Asks the transport to (re)connect to every known peer (ZooKeeper's `connectAll`).
     fn connect_all(&mut self) {}
