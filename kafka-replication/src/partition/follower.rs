@@ -25,7 +25,7 @@ impl<L: LogStorage> Partition<L> {
         self.leader_epoch = state.leader_epoch;
         self.partition_epoch = state.partition_epoch;
         self.leader = (state.leader >= 0).then_some(state.leader);
-        #[cfg(test)]
+        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.truncate_to_high_watermark && changed {
             self.log.truncate_to(self.high_watermark)?;
         }
@@ -62,7 +62,7 @@ impl<L: LogStorage> Partition<L> {
         let leo = self.log.log_end_offset();
         #[allow(unused_mut)]
         let mut leader = leader;
-        #[cfg(test)]
+        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.offset_for_leader_epoch_v0 {
             leader.epoch = UNDEFINED_EPOCH;
         }

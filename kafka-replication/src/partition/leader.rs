@@ -242,7 +242,7 @@ impl<L: LogStorage> Partition<L> {
             return false;
         };
         let at_hw = r.log_end_offset >= self.high_watermark;
-        #[cfg(test)]
+        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.expand_isr_at_high_watermark {
             return at_hw;
         }

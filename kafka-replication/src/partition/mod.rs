@@ -192,10 +192,12 @@ struct PendingIsr {
     proposed: Vec<BrokerId>,
 }
 
-/// Switches that restore the 0.8 design, for regression tests that show what it lost.
-#[cfg(test)]
+/// Switches that restore the 0.8 design, for regression tests and simulations that show what
+/// it lost. Compiled only with the `legacy-switches` feature (which only test code enables);
+/// never reachable in a normal build.
+#[cfg(any(test, feature = "legacy-switches"))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Legacy {
+pub struct Legacy {
     /// Pre-KIP-101: a new follower truncates its log to its high watermark.
     pub truncate_to_high_watermark: bool,
     /// Pre-KIP-279: OffsetForLeaderEpoch v0 answers an end offset only.
@@ -222,7 +224,7 @@ pub struct Partition<L> {
     high_watermark: i64,
     leader_epoch_start_offset: Option<i64>,
     remotes: BTreeMap<BrokerId, ReplicaState>,
-    #[cfg(test)]
+    #[cfg(any(test, feature = "legacy-switches"))]
     pub(crate) legacy: Legacy,
 }
 
@@ -252,9 +254,15 @@ impl<L: LogStorage> Partition<L> {
             high_watermark,
             leader_epoch_start_offset: None,
             remotes: BTreeMap::new(),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "legacy-switches"))]
             legacy: Legacy::default(),
         }
+    }
+
+    /// Turns on the 0.8-design switches (test builds with the `legacy-switches` feature only).
+    #[cfg(any(test, feature = "legacy-switches"))]
+    pub fn set_legacy(&mut self, legacy: Legacy) {
+        self.legacy = legacy;
     }
 
     /// The partition.
