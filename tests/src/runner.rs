@@ -1,0 +1,118 @@
+//! Running many seeds of a scenario and summing what they did: seeds, steps, faults by kind,
+//! network faults, acknowledged and consumed records, violations (with the first failure).
+
+use std::ops::Range;
+
+use crate::kafka::cluster::{run_seed, Failure, FaultCounts};
+use crate::kafka::KafkaConfig;
+use crate::net::NetStats;
+
+/// The sum over a range of seeds.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The scenario.
+    pub name: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Steps simulated.
+    pub steps: u64,
+    /// Faults injected.
+    pub faults: FaultCounts,
+    /// Messages lost at random.
+    pub lost: u64,
+    /// Messages duplicated.
+    pub duplicated: u64,
+    /// Messages held back by a long delay.
+    pub long_delayed: u64,
+    /// Messages cut by partitions.
+    pub cut: u64,
+    /// Records acknowledged with acks=all.
+    pub acked: u64,
+    /// Records consumed.
+    pub consumed: u64,
+    /// Unclean elections.
+    pub unclean_elections: u64,
+    /// Stale LeaderAndIsr requests refused by brokers.
+    pub refused_stale: u64,
+    /// Seeds that violated an invariant.
+    pub violations: u64,
+    /// The first failure.
+    pub first_failure: Option<Failure>,
+}
+
+impl Summary {
+    fn add_net(&mut self, n: &NetStats) {
+        self.lost += n.lost;
+        self.duplicated += n.duplicated;
+        self.long_delayed += n.long_delayed;
+        self.cut += n.cut;
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fl = &self.faults;
+        write!(
+            f,
+            "[{}] seeds {} steps {} | faults: crash {} pause {} partition {} one-way {} \
+             session-expiry {} controller-failover {} | network: lost {} duplicated {} \
+             long-delayed {} cut {} | acked {} consumed {} unclean elections {} \
+             stale requests refused {} | violations {}",
+            self.name,
+            self.seeds,
+            self.steps,
+            fl.crash,
+            fl.pause,
+            fl.partition,
+            fl.one_way,
+            fl.session_expiry,
+            fl.controller_failover,
+            self.lost,
+            self.duplicated,
+            self.long_delayed,
+            self.cut,
+            self.acked,
+            self.consumed,
+            self.unclean_elections,
+            self.refused_stale,
+            self.violations
+        )
+    }
+}
+
+/// Runs `seeds` of `cfg`; with `stop_at_first` it stops at the first violation.
+pub fn run_seeds(name: &str, cfg: KafkaConfig, seeds: Range<u64>, stop_at_first: bool) -> Summary {
+    let mut s = Summary {
+        name: name.to_string(),
+        ..Summary::default()
+    };
+    for seed in seeds {
+        let (stats, failure) = run_seed(seed, cfg);
+        s.seeds += 1;
+        s.steps += stats.steps;
+        s.faults.add(&stats.faults);
+        s.add_net(&stats.net);
+        s.acked += stats.acked;
+        s.consumed += stats.consumed;
+        s.unclean_elections += stats.unclean_elections;
+        s.refused_stale += stats.refused_stale;
+        if let Some(f) = failure {
+            s.violations += 1;
+            if s.first_failure.is_none() {
+                s.first_failure = Some(f);
+            }
+            if stop_at_first {
+                break;
+            }
+        }
+    }
+    s
+}
+
+/// The number of seeds to run: `SIM_SEEDS` if set (and a number), else `default`.
+pub fn seeds_from_env(default: u64) -> u64 {
+    std::env::var("SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
