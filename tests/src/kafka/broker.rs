@@ -479,7 +479,7 @@ impl Broker {
             replica_id: self.id,
             fetch_offset: p.log_end_offset(),
             log_start_offset: p.log_start_offset(),
-            max_bytes: 1 << 16,
+            max_bytes: cfg.fetch_max_bytes,
             min_one_batch: true,
             current_leader_epoch: Some(p.leader_epoch()),
             last_fetched_epoch: None,

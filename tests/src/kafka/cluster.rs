@@ -252,6 +252,20 @@ impl Cluster {
         }
     }
 
+    /// Cuts both directions between the nodes of `a` and those of `b` until [`Cluster::heal`].
+    pub fn split(&mut self, a: &[NodeId], b: &[NodeId]) {
+        self.net.split(a, b);
+        self.faults.partition += 1;
+        self.fault(format!("partition {a:?} | {b:?}"));
+    }
+
+    /// Heals every network partition.
+    pub fn heal(&mut self) {
+        self.net.heal();
+        self.heal_at = None;
+        self.fault("network healed".into());
+    }
+
     /// Pauses broker `id` until `until`.
     pub fn pause(&mut self, id: BrokerId, until: u64) {
         if let Some(b) = self.brokers.get_mut(&id) {

@@ -93,6 +93,8 @@ pub struct KafkaConfig {
     pub session_timeout_ms: u64,
     /// Time between produce requests.
     pub produce_interval_ms: u64,
+    /// A follower fetch's byte limit (at least one batch is always returned).
+    pub fetch_max_bytes: usize,
     /// Fault rates.
     pub faults: FaultRates,
     /// Deliberately broken model variants.
@@ -116,6 +118,7 @@ impl Default for KafkaConfig {
             replica_lag_time_max_ms: 200,
             session_timeout_ms: 300,
             produce_interval_ms: 15,
+            fetch_max_bytes: 1 << 16,
             faults: FaultRates::default(),
             broken: Broken::default(),
             partition_hook: None,
