@@ -54,7 +54,7 @@ impl std::fmt::Display for Summary {
         let fl = &self.faults;
         write!(
             f,
-            "[{}] seeds {} steps {} | faults: crash {} pause {} partition {} one-way {} \
+            "[{}] seeds {} steps {} | faults: crash {} power-loss {} pause {} partition {} one-way {} \
              session-expiry {} controller-failover {} | network: lost {} duplicated {} \
              long-delayed {} cut {} | acked {} consumed {} unclean elections {} \
              stale requests refused {} | violations {}",
@@ -62,6 +62,7 @@ impl std::fmt::Display for Summary {
             self.seeds,
             self.steps,
             fl.crash,
+            fl.power_loss,
             fl.pause,
             fl.partition,
             fl.one_way,

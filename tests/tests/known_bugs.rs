@@ -223,3 +223,40 @@ fn kafka_7128_fixed_rule_never_admits_a_follower_below_the_epoch_start() {
         assert!(r.is_ok(), "seed {seed}");
     }
 }
+
+/// KIP-966 "last replica standing": the followers die and leave the ISR, the leader alone is
+/// the ISR; it loses power before its page cache is written back and comes back with a
+/// shorter log; being the whole ISR it is re-elected — cleanly — and acknowledged writes are
+/// gone. ZooKeeper-mode Kafka (our reference, 2.8) has this gap; KRaft closes it with the ELR.
+#[test]
+fn kip_966_last_replica_standing_after_power_loss_loses_acked_writes_and_the_checker_reports_it() {
+    let cfg = scripted(KafkaConfig {
+        duration_ms: 2_500,
+        flush_interval_ms: 10_000,
+        ..KafkaConfig::default()
+    });
+    let mut c = Cluster::new(966, cfg, true);
+    let r = (|| {
+        while c.now() < 300 {
+            c.step()?;
+        }
+        c.crash(2, 2_000);
+        c.crash(3, 2_000);
+        while c.now() < 800 {
+            c.step()?;
+        }
+        c.power_loss(1, 900);
+        c.run()
+    })();
+    report(&c, &r);
+    assert!(c.stats().acked > 0);
+    assert_eq!(c.stats().unclean_elections, 0);
+    let v = r.expect_err("the sole ISR member lost acknowledged writes");
+    assert!(
+        matches!(
+            v.invariant,
+            Invariant::AckedWriteLost | Invariant::ConsumedRecordLost
+        ),
+        "{v:?}"
+    );
+}

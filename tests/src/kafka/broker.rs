@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use kafka_replication::epoch_cache::{EpochEndOffset, UNDEFINED_EPOCH};
 use kafka_replication::isr::{BrokerId, IsrProposal, TopicPartition};
-use kafka_replication::log::MemoryLog;
+use kafka_replication::log::{LogStorage, MemoryLog};
 use kafka_replication::partition::{
     AckCheck, FetchParams, Partition, PartitionState, CONSUMER_REPLICA_ID,
 };
@@ -64,6 +64,8 @@ pub struct Broker {
     last_heartbeat: u64,
     last_checkpoint: u64,
     last_shrink_check: u64,
+    flushed: i64,
+    last_flush: u64,
 }
 
 const FETCH_TIMEOUT_MS: u64 = 100;
@@ -91,6 +93,8 @@ impl Broker {
             last_heartbeat: 0,
             last_checkpoint: 0,
             last_shrink_check: 0,
+            flushed: 0,
+            last_flush: 0,
         };
         b.start(cfg);
         b
@@ -149,6 +153,16 @@ impl Broker {
         }
         self.acks.clear();
         self.paused_until = None;
+    }
+
+    /// Power loss: the process dies and the log loses what was not flushed yet (a torn last
+    /// write is dropped by recovery, so the log ends at the last flushed batch boundary).
+    pub fn power_loss(&mut self) {
+        self.crash();
+        if let Some(log) = self.stored.as_mut() {
+            let keep = self.flushed.min(log.log_end_offset());
+            let _ = log.truncate_to(keep);
+        }
     }
 
     /// The process starts again from its log (K5: it will register and hear from the
@@ -420,6 +434,12 @@ impl Broker {
         if now >= self.last_heartbeat + HEARTBEAT_MS {
             self.last_heartbeat = now;
             out.push((CONTROLLER, Msg::Heartbeat));
+        }
+        self.flushed = self.flushed.min(p.log_end_offset());
+        if now >= self.last_flush + cfg.flush_interval_ms {
+            // The memory log stands for the page cache; what it holds at a flush is on disk.
+            self.last_flush = now;
+            self.flushed = p.log_end_offset();
         }
         if now >= self.last_checkpoint + CHECKPOINT_MS {
             self.last_checkpoint = now;

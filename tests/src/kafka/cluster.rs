@@ -32,6 +32,8 @@ const MAX_OUTSTANDING: usize = 5;
 pub struct FaultCounts {
     /// Broker crashes (each followed by a restart).
     pub crash: u64,
+    /// Power losses (unflushed tail lost; each followed by a restart).
+    pub power_loss: u64,
     /// Long pauses.
     pub pause: u64,
     /// Symmetric network partitions.
@@ -48,6 +50,7 @@ impl FaultCounts {
     /// Adds `other` to `self`.
     pub fn add(&mut self, other: &FaultCounts) {
         self.crash += other.crash;
+        self.power_loss += other.power_loss;
         self.pause += other.pause;
         self.partition += other.partition;
         self.one_way += other.one_way;
@@ -252,6 +255,16 @@ impl Cluster {
         }
     }
 
+    /// Broker `id` loses power now (its unflushed tail is lost); it restarts at `restart_at`.
+    pub fn power_loss(&mut self, id: BrokerId, restart_at: u64) {
+        if let Some(b) = self.brokers.get_mut(&id) {
+            b.power_loss();
+            self.restart_at.insert(id, restart_at);
+            self.faults.power_loss += 1;
+            self.fault(format!("power loss on broker {id} until {restart_at}"));
+        }
+    }
+
     /// Cuts both directions between the nodes of `a` and those of `b` until [`Cluster::heal`].
     pub fn split(&mut self, a: &[NodeId], b: &[NodeId]) {
         self.net.split(a, b);
@@ -295,6 +308,12 @@ impl Cluster {
             if let Some(id) = self.pick_up_broker() {
                 let at = now + self.rng.random_range(50..800);
                 self.crash(id, at);
+            }
+        }
+        if self.rng.random_bool(rates.power_loss) {
+            if let Some(id) = self.pick_up_broker() {
+                let at = now + self.rng.random_range(50..800);
+                self.power_loss(id, at);
             }
         }
         if self.rng.random_bool(rates.pause) {

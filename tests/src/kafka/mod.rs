@@ -33,6 +33,9 @@ pub struct Broken {
 pub struct FaultRates {
     /// A broker crashes (its log survives) and restarts later.
     pub crash: f64,
+    /// A broker loses power: its unflushed log tail is lost. Off in the default mix: ZooKeeper-
+    /// mode Kafka does not survive it (KIP-966, "last replica standing").
+    pub power_loss: f64,
     /// A broker pauses longer than its session (a GC pause) and wakes believing it leads.
     pub pause: f64,
     /// The network splits into two sides (symmetric).
@@ -49,6 +52,7 @@ impl Default for FaultRates {
     fn default() -> Self {
         FaultRates {
             crash: 0.004,
+            power_loss: 0.0,
             pause: 0.002,
             partition: 0.003,
             one_way: 0.002,
@@ -63,6 +67,7 @@ impl FaultRates {
     pub fn none() -> Self {
         FaultRates {
             crash: 0.0,
+            power_loss: 0.0,
             pause: 0.0,
             partition: 0.0,
             one_way: 0.0,
@@ -91,6 +96,8 @@ pub struct KafkaConfig {
     pub replica_lag_time_max_ms: u64,
     /// The coordination session timeout.
     pub session_timeout_ms: u64,
+    /// How often a broker's log is flushed; a power loss drops what came after.
+    pub flush_interval_ms: u64,
     /// Time between produce requests.
     pub produce_interval_ms: u64,
     /// A follower fetch's byte limit (at least one batch is always returned).
@@ -117,6 +124,7 @@ impl Default for KafkaConfig {
             min_insync_replicas: 2,
             replica_lag_time_max_ms: 200,
             session_timeout_ms: 300,
+            flush_interval_ms: 50,
             produce_interval_ms: 15,
             fetch_max_bytes: 1 << 16,
             faults: FaultRates::default(),
