@@ -260,3 +260,36 @@ fn kip_966_last_replica_standing_after_power_loss_loses_acked_writes_and_the_che
         "{v:?}"
     );
 }
+
+/// A leader pauses (a long GC pause) past its session; the controller elects another; the old
+/// leader wakes up still believing it leads. Its ISR writes fail the partition-epoch check,
+/// fetches at the new epoch fence it, and nothing it accepts is acknowledged.
+#[test]
+fn paused_leader_wakes_believing_it_leads_and_is_fenced() {
+    let cfg = scripted(KafkaConfig {
+        duration_ms: 3_000,
+        ..KafkaConfig::default()
+    });
+    let mut c = Cluster::new(1, cfg, true);
+    let mut woke_as_zombie = false;
+    let r = (|| {
+        while c.now() < 500 {
+            c.step()?;
+        }
+        c.pause(1, 1_500);
+        while c.now() < cfg.duration_ms {
+            c.step()?;
+            let store = c.controller_mut().state();
+            if let Some(p) = c.brokers().get(&1).and_then(|b| b.partition()) {
+                if c.now() >= 1_500 && p.is_leader() && store.leader != 1 {
+                    woke_as_zombie = true;
+                }
+            }
+        }
+        Ok(())
+    })();
+    report(&c, &r);
+    assert!(r.is_ok());
+    assert!(woke_as_zombie, "broker 1 never woke up believing it led");
+    assert_ne!(c.controller_mut().state().leader_epoch, 0);
+}
