@@ -64,5 +64,5 @@ pub use encode::{ChunkedWriter, Decode, Encode, LenCounter, Message, WireWrite};
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{RequestBody, ResponseBody};
-pub use primitives::{Int32Array, RawTaggedField, Uuid};
+pub use primitives::{Int32Array, RawTaggedField, UnknownTaggedFields, Uuid};
 pub use smallvec;

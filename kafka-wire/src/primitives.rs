@@ -50,6 +50,75 @@ pub struct RawTaggedField {
     pub data: Bytes,
 }
 
+/// The tagged fields of a struct that its version does not know, in the order read.
+///
+/// Empty (the usual case) it holds no allocation and costs nothing to create or drop. It
+/// derefs to a slice; build one with `From<Vec<RawTaggedField>>` or [`UnknownTaggedFields::push`].
+#[derive(Clone, Default)]
+// One pointer wide when empty, which every struct of every message carries: the box keeps
+// the common case small, the rare non-empty case pays one more allocation.
+#[allow(clippy::box_collection)]
+pub struct UnknownTaggedFields(Option<Box<Vec<RawTaggedField>>>);
+
+impl UnknownTaggedFields {
+    /// No fields.
+    pub const fn new() -> Self {
+        UnknownTaggedFields(None)
+    }
+
+    /// Appends a field.
+    pub fn push(&mut self, field: RawTaggedField) {
+        self.0.get_or_insert_with(Box::default).push(field);
+    }
+
+    /// The fields as a slice.
+    #[inline]
+    pub fn as_slice(&self) -> &[RawTaggedField] {
+        match &self.0 {
+            None => &[],
+            Some(v) => v,
+        }
+    }
+}
+
+impl std::ops::Deref for UnknownTaggedFields {
+    type Target = [RawTaggedField];
+    #[inline]
+    fn deref(&self) -> &[RawTaggedField] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for UnknownTaggedFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for UnknownTaggedFields {}
+
+impl fmt::Debug for UnknownTaggedFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl From<Vec<RawTaggedField>> for UnknownTaggedFields {
+    fn from(v: Vec<RawTaggedField>) -> Self {
+        if v.is_empty() {
+            UnknownTaggedFields(None)
+        } else {
+            UnknownTaggedFields(Some(Box::new(v)))
+        }
+    }
+}
+
+impl FromIterator<RawTaggedField> for UnknownTaggedFields {
+    fn from_iter<I: IntoIterator<Item = RawTaggedField>>(iter: I) -> Self {
+        Self::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
 /// Fails with [`DecodeError::Truncated`] unless `n` bytes remain.
 #[inline]
 pub fn ensure<B: Buf>(buf: &B, n: usize) -> Result<(), DecodeError> {
@@ -419,9 +488,9 @@ pub fn get_raw_tagged<B: Buf>(buf: &mut B, tag: u32, size: usize) -> RawTaggedFi
 
 /// Skips a tagged-field section, keeping every field as unknown (used where no tag is known,
 /// such as the request and response headers).
-pub fn get_unknown_tagged_fields<B: Buf>(buf: &mut B) -> Result<Vec<RawTaggedField>, DecodeError> {
-    let n = get_unsigned_varint(buf)?;
-    let mut out = Vec::new();
+pub fn get_unknown_tagged_fields<B: Buf>(buf: &mut B) -> Result<UnknownTaggedFields, DecodeError> {
+    let n = get_uvarint(buf)?;
+    let mut out = UnknownTaggedFields::new();
     for _ in 0..n {
         let (tag, size) = get_tag_header(buf)?;
         out.push(get_raw_tagged(buf, tag, size));

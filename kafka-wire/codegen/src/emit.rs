@@ -456,7 +456,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         let _ = writeln!(out, "    pub {}: {},", snake(&f.name), rust_ty(f));
     }
     out.push_str("    /// Tagged fields this version does not know, kept to be written back.\n");
-    out.push_str("    pub unknown_tagged_fields: Vec<RawTaggedField>,\n}\n\n");
+    out.push_str("    pub unknown_tagged_fields: UnknownTaggedFields,\n}\n\n");
 
     // Default
     let _ = writeln!(
@@ -466,7 +466,9 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     for f in &st.fields {
         let _ = writeln!(out, "            {}: {},", snake(&f.name), default_expr(f));
     }
-    out.push_str("            unknown_tagged_fields: Vec::new(),\n        }\n    }\n}\n\n");
+    out.push_str(
+        "            unknown_tagged_fields: UnknownTaggedFields::new(),\n        }\n    }\n}\n\n",
+    );
 
     // min_len
     let _ = writeln!(
