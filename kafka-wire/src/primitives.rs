@@ -148,43 +148,73 @@ pub fn get_bool<B: Buf>(buf: &mut B) -> Result<bool, DecodeError> {
 }
 
 /// Reads a big-endian `int16`.
-#[inline]
+#[inline(always)]
 pub fn get_i16<B: Buf>(buf: &mut B) -> Result<i16, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<2>() {
+        let v = i16::from_be_bytes(*b);
+        buf.advance(2);
+        return Ok(v);
+    }
     ensure(buf, 2)?;
     Ok(buf.get_i16())
 }
 
 /// Reads a big-endian `uint16`.
-#[inline]
+#[inline(always)]
 pub fn get_u16<B: Buf>(buf: &mut B) -> Result<u16, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<2>() {
+        let v = u16::from_be_bytes(*b);
+        buf.advance(2);
+        return Ok(v);
+    }
     ensure(buf, 2)?;
     Ok(buf.get_u16())
 }
 
 /// Reads a big-endian `int32`.
-#[inline]
+#[inline(always)]
 pub fn get_i32<B: Buf>(buf: &mut B) -> Result<i32, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<4>() {
+        let v = i32::from_be_bytes(*b);
+        buf.advance(4);
+        return Ok(v);
+    }
     ensure(buf, 4)?;
     Ok(buf.get_i32())
 }
 
 /// Reads a big-endian `uint32`.
-#[inline]
+#[inline(always)]
 pub fn get_u32<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<4>() {
+        let v = u32::from_be_bytes(*b);
+        buf.advance(4);
+        return Ok(v);
+    }
     ensure(buf, 4)?;
     Ok(buf.get_u32())
 }
 
 /// Reads a big-endian `int64`.
-#[inline]
+#[inline(always)]
 pub fn get_i64<B: Buf>(buf: &mut B) -> Result<i64, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<8>() {
+        let v = i64::from_be_bytes(*b);
+        buf.advance(8);
+        return Ok(v);
+    }
     ensure(buf, 8)?;
     Ok(buf.get_i64())
 }
 
 /// Reads a big-endian IEEE 754 `float64`.
-#[inline]
+#[inline(always)]
 pub fn get_f64<B: Buf>(buf: &mut B) -> Result<f64, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<8>() {
+        let v = f64::from_be_bytes(*b);
+        buf.advance(8);
+        return Ok(v);
+    }
     ensure(buf, 8)?;
     Ok(buf.get_f64())
 }
@@ -201,10 +231,25 @@ pub fn get_uuid<B: Buf>(buf: &mut B) -> Result<Uuid, DecodeError> {
 /// Reads an unsigned varint, taking the one-byte case without a loop.
 #[inline(always)]
 pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
-    if let Some(&b) = buf.chunk().first() {
+    let c = buf.chunk();
+    if let Some(&b) = c.first() {
         if b < 0x80 {
             buf.advance(1);
             return Ok(u32::from(b));
+        }
+        if let Some(c) = c.first_chunk::<5>() {
+            let mut v = 0u32;
+            for (i, &b) in c.iter().enumerate() {
+                v |= u32::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    if i == 4 && b > 0x0f {
+                        return Err(DecodeError::BadVarint);
+                    }
+                    buf.advance(i + 1);
+                    return Ok(v);
+                }
+            }
+            return Err(DecodeError::BadVarint);
         }
     }
     get_unsigned_varint(buf)
@@ -212,16 +257,18 @@ pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
 
 /// Reads a length prefix: `int16` (strings) or `int32` (bytes, arrays) when not compact,
 /// unsigned varint minus one when compact. `None` is null (-1).
-#[inline]
+#[inline(always)]
 fn get_len<B: Buf>(
     buf: &mut B,
     compact: bool,
     wide: bool,
     what: &'static str,
 ) -> Result<Option<usize>, DecodeError> {
-    let len: i64 = if compact {
-        i64::from(get_uvarint(buf)?) - 1
-    } else if wide {
+    if compact {
+        let v = get_uvarint(buf)?;
+        return Ok(v.checked_sub(1).map(|l| l as usize));
+    }
+    let len: i64 = if wide {
         i64::from(get_i32(buf)?)
     } else {
         i64::from(get_i16(buf)?)
@@ -740,6 +787,31 @@ mod tests {
             get_string(&mut r, false, "s"),
             Err(DecodeError::InvalidUtf8)
         );
+    }
+
+    #[test]
+    fn fast_varint_agrees_with_the_reference_reader() {
+        let mut x: u64 = 0x1234_5678;
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut bytes = x.to_le_bytes().to_vec();
+            // Bias towards continuation bits so long encodings are exercised.
+            for b in bytes.iter_mut().take((i % 6) as usize) {
+                *b |= 0x80;
+            }
+            for len in [bytes.len(), 3, 5] {
+                let input = Bytes::copy_from_slice(&bytes[..len]);
+                let (mut a, mut b) = (input.clone(), input.clone());
+                let fast = get_uvarint(&mut a);
+                let slow = get_unsigned_varint(&mut b);
+                assert_eq!(fast, slow, "{:02x?}", &bytes[..len]);
+                if fast.is_ok() {
+                    assert_eq!(a.len(), b.len());
+                }
+            }
+        }
     }
 
     #[test]
