@@ -483,8 +483,31 @@ pub fn get_nullable_int32_array<B: Buf>(
 }
 
 /// Reads a non-nullable (compact) array of `int32`.
-#[inline]
+#[inline(always)]
 pub fn get_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Int32Array, DecodeError> {
+    if compact {
+        let c = buf.chunk();
+        if let Some(&b0) = c.first() {
+            let n = usize::from(b0).wrapping_sub(1);
+            if (1..=5).contains(&b0) && c.len() > 4 * n {
+                let mut inline = [0i32; 4];
+                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
+                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                }
+                buf.advance(1 + 4 * n);
+                return Ok(Int32Array::from_buf_and_len(inline, n));
+            }
+        }
+    }
+    get_int32_array_slow(buf, compact, what)
+}
+
+#[inline(never)]
+fn get_int32_array_slow<B: Buf>(
     buf: &mut B,
     compact: bool,
     what: &'static str,
