@@ -429,10 +429,19 @@ impl<L: LogStorage> Partition<L> {
                     ?current,
                     "ISR update conflicted"
                 );
-                if let Some(c) = current {
-                    if c.leader == self.local && c.leader_epoch == self.leader_epoch {
+                match current {
+                    Some(c) if c.leader == self.local && c.leader_epoch == self.leader_epoch => {
                         self.isr = c.isr;
                         self.partition_epoch = c.partition_epoch;
+                    }
+                    // Another writer moved the state on. A retry of this proposal may have been
+                    // applied before that (its answer lost), so the proposed ISR may be what the
+                    // store holds: keep the maximal ISR until the next LeaderAndIsr says what
+                    // the state is, as Kafka does on FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION.
+                    // Dropping it would let the HW pass a replica the store counts as in sync.
+                    _ => {
+                        self.pending = Some(pending);
+                        return false;
                     }
                 }
             }
