@@ -1,7 +1,7 @@
 //! # ha-tests: the deterministic cluster simulator
 //!
 //! One seed gives one exact run: a seeded random generator decides every delay, loss,
-//! duplication, partition, crash and pause; time is simulated; every collection decisions
+//! duplication, partition, crash and pause; time is simulated; every collection that decisions
 //! depend on is ordered. The Kafka model ([`kafka`]) runs brokers on the real
 //! `kafka-replication` partition core and a controller electing with the real
 //! `kafka-controller` strategies, over a [`net::Network`] that misbehaves, and checks the
