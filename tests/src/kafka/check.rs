@@ -44,6 +44,9 @@ pub enum Invariant {
     LogsDiverge,
     /// A deposed controller's write landed.
     StaleControllerWrite,
+    /// Not an invariant of the cluster: the traced replay of a failed seed did not fail, so
+    /// the simulation is not deterministic.
+    ReplayDiverged,
 }
 
 /// A broken invariant.

@@ -599,7 +599,7 @@ pub fn run_seed(seed: u64, cfg: KafkaConfig) -> (RunStats, Option<Failure>) {
                             step: stats.steps,
                             now: 0,
                             violation: Violation {
-                                invariant: super::check::Invariant::EpochsOnlyGrow,
+                                invariant: super::check::Invariant::ReplayDiverged,
                                 detail: "the replay did not fail: the run is not deterministic"
                                     .into(),
                             },
