@@ -55,6 +55,7 @@ pub struct Broker {
     stored: Option<MemoryLog>,
     paused_until: Option<u64>,
     controller_epoch: i32,
+    broker_epoch: u64,
     applied_epoch: i32,
     needs_truncation: bool,
     in_flight: Option<InFlight>,
@@ -84,6 +85,7 @@ impl Broker {
             stored: Some(MemoryLog::new()),
             paused_until: None,
             controller_epoch: 0,
+            broker_epoch: 0,
             applied_epoch: -1,
             needs_truncation: false,
             in_flight: None,
@@ -168,6 +170,7 @@ impl Broker {
     /// The process starts again from its log (K5: it will register and hear from the
     /// controller).
     pub fn restart(&mut self, cfg: &KafkaConfig) {
+        self.broker_epoch += 1;
         self.start(cfg);
     }
 
@@ -194,8 +197,16 @@ impl Broker {
         match msg {
             Msg::LeaderAndIsr {
                 controller_epoch,
+                broker_epoch,
                 state,
-            } => self.on_leader_and_isr(now, controller_epoch, state, cfg, out, notes),
+            } => {
+                // KIP-380: a request meant for a previous incarnation is refused.
+                if broker_epoch != self.broker_epoch && !cfg.broken.ignore_epochs {
+                    notes.push(BrokerNote::Refused("stale broker epoch"));
+                    return;
+                }
+                self.on_leader_and_isr(now, controller_epoch, state, cfg, out, notes)
+            }
             Msg::Fetch { id, params } => {
                 let result = match p.fetch_records(now, &params) {
                     Ok(read) => Ok(FetchReply {
@@ -302,7 +313,7 @@ impl Broker {
                     ));
                 }
             }
-            Msg::Heartbeat
+            Msg::Heartbeat { .. }
             | Msg::IsrPropose { .. }
             | Msg::ProduceResp { .. }
             | Msg::ConsumerResp { .. } => {}
@@ -433,7 +444,12 @@ impl Broker {
         };
         if now >= self.last_heartbeat + HEARTBEAT_MS {
             self.last_heartbeat = now;
-            out.push((CONTROLLER, Msg::Heartbeat));
+            out.push((
+                CONTROLLER,
+                Msg::Heartbeat {
+                    broker_epoch: self.broker_epoch,
+                },
+            ));
         }
         self.flushed = self.flushed.min(p.log_end_offset());
         if now >= self.last_flush + cfg.flush_interval_ms {

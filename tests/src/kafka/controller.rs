@@ -48,6 +48,7 @@ pub struct Controller {
     store: MemoryIsrWriter,
     epoch: i32,
     last_heartbeat: BTreeMap<BrokerId, u64>,
+    broker_epochs: BTreeMap<BrokerId, u64>,
     live: BTreeSet<BrokerId>,
     last_resend: u64,
     zombie: Option<Zombie>,
@@ -73,6 +74,7 @@ impl Controller {
             tp,
             live: replicas.iter().copied().collect(),
             last_heartbeat: replicas.iter().map(|r| (*r, 0)).collect(),
+            broker_epochs: replicas.iter().map(|r| (*r, 0)).collect(),
             replicas,
             store,
             epoch: 1,
@@ -131,6 +133,7 @@ impl Controller {
                 b,
                 Msg::LeaderAndIsr {
                     controller_epoch: self.epoch,
+                    broker_epoch: self.broker_epochs.get(&b).copied().unwrap_or(0),
                     state: state.clone(),
                 },
             ));
@@ -230,9 +233,18 @@ impl Controller {
         out: &mut Vec<(NodeId, Msg)>,
     ) {
         match msg {
-            Msg::Heartbeat => {
+            Msg::Heartbeat { broker_epoch } => {
+                // KIP-380: a heartbeat of an older incarnation (delayed) is ignored; a newer
+                // broker epoch is a new registration even if the old session has not expired
+                // yet (a bounce).
+                let known = self.broker_epochs.get(&from).copied().unwrap_or(0);
+                if broker_epoch < known {
+                    return;
+                }
+                self.broker_epochs.insert(from, broker_epoch);
+                let bounced = broker_epoch > known;
                 self.last_heartbeat.insert(from, now);
-                if self.live.insert(from) {
+                if self.live.insert(from) || bounced {
                     // K5: a broker (re)registered.
                     self.send_state([from], out);
                     if self.state().leader == -1 {
@@ -296,6 +308,7 @@ impl Controller {
                             r,
                             Msg::LeaderAndIsr {
                                 controller_epoch: z.epoch,
+                                broker_epoch: self.broker_epochs.get(&r).copied().unwrap_or(0),
                                 state: state.clone(),
                             },
                         ));

@@ -24,11 +24,17 @@ pub enum Msg {
     LeaderAndIsr {
         /// The sender's controller epoch (K4.1).
         controller_epoch: i32,
+        /// KIP-380: the recipient's broker epoch as the controller knows it, so that a
+        /// request meant for a previous incarnation is refused.
+        broker_epoch: u64,
         /// The partition's leadership.
         state: PartitionState,
     },
     /// Broker → coordination: the session is alive (the ephemeral `/brokers/ids/<id>`).
-    Heartbeat,
+    Heartbeat {
+        /// KIP-380: the broker epoch of this incarnation (its registration).
+        broker_epoch: u64,
+    },
     /// Follower → leader (K8).
     Fetch {
         /// Request id, matched by the answer.
