@@ -23,6 +23,9 @@ use crate::zxid::Zxid;
 /// receive queue holds 100).
 const PENDING_CAP: usize = 100;
 
+/// Own looped-back notifications processed per input call at most.
+const LOOPBACK_BUDGET: usize = 16;
+
 /// The state of one `lookForLeader()` instance.
 #[derive(Debug, Clone)]
 struct Instance {
@@ -331,8 +334,16 @@ impl FastLeaderElection {
         }
     }
 
+    /// Processes our own looped-back notifications. With a proper (transitive) vote order this
+    /// ends quickly, since proposals only grow within a round; the bound keeps every call
+    /// finite whatever the order (the rest waits for the next input).
     fn drain_loopback(&mut self, now: Instant) {
-        while let Some(n) = self.loopback.pop_front() {
+        let mut budget = LOOPBACK_BUDGET;
+        while budget > 0 {
+            budget -= 1;
+            let Some(n) = self.loopback.pop_front() else {
+                break;
+            };
             let me = self.my_id;
             self.receive(now, me, n);
         }
