@@ -36,7 +36,7 @@ const SYNC_LIMIT: Duration = Duration::from_millis(400);
 const CHAOS: Duration = Duration::from_millis(6000);
 const MAX_STEPS: u64 = 200_000;
 const MAX_INFLIGHT: usize = 20_000;
-const SETTLE_BOUND: Duration = Duration::from_secs(30);
+const SETTLE_BOUND: Duration = Duration::from_secs(10);
 
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
