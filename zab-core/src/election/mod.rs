@@ -241,6 +241,11 @@ impl FastLeaderElection {
     }
 
     /// The transport has a connection to `peer`.
+    ///
+    /// Drivers must report connections: on a notification timeout the core re-sends its vote
+    /// only if some peer is connected, and otherwise asks for [`Action::ConnectAll`], as
+    /// ZooKeeper does. Connections also enable the fast decision
+    /// ([`ElectionConfig::fast_decide`]).
     pub fn connection_up(&mut self, _now: Instant, peer: ServerId) {
         if peer != self.my_id {
             self.connected.insert(peer);
@@ -253,8 +258,9 @@ impl FastLeaderElection {
         self.connected.remove(&peer);
         let _ = now;
         if self.config.fast_decide {
-            if let Some(f) = self.instance.as_ref().and_then(|i| i.finalize.as_ref()) {
-                let supporters = f.supporters.clone();
+            let target = self.proposal();
+            if let Some(inst) = self.instance.as_ref().filter(|i| i.finalize.is_some()) {
+                let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
                 if self.all_connected_agree(&supporters) {
                     self.decide_proposal(supporters, DecisionPath::AllConnectedAgreed);
                 }
@@ -417,6 +423,9 @@ impl FastLeaderElection {
             Vote::new(n.leader, n.zxid, n.election_epoch, n.peer_epoch),
         );
         let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
+        if let Some(f) = inst.finalize.as_mut() {
+            f.supporters.clone_from(&supporters);
+        }
         if self.all_connected_agree(&supporters) {
             self.decide_proposal(supporters, DecisionPath::AllConnectedAgreed);
         }
