@@ -159,6 +159,16 @@
 //! `tests/election_simulation.rs` runs half its seeds each way under loss, delay, duplication,
 //! partitions and crashes and checks Z1, Z5 and liveness.
 //!
+//! ## Deviations from ZooKeeper 3.8
+//!
+//! Besides the fast decision above, which [`ElectionConfig::zookeeper`] turns off:
+//! - an undecodable or empty config in a notification is "no config" (ZooKeeper 3.8.0's
+//!   receiver thread dies on a config of length 0);
+//! - a LOOKING observer does not answer a lagging LOOKING voter: ZooKeeper's answer is never
+//!   queued by the voter, only answered, so the two bounced messages while the voter lagged;
+//! - the notification timeout re-sends when any peer is connected (ZooKeeper: when any
+//!   per-peer send queue is empty), else asks the driver to connect to all.
+//!
 //! ## Not modelled
 //!
 //! Dynamic reconfiguration (a higher config version in a notification restarting the

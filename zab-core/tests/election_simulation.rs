@@ -561,8 +561,17 @@ impl Sim {
 
     fn storm(&self) -> Result<(), String> {
         if self.inflight.len() > MAX_INFLIGHT {
+            let mut pairs: BTreeMap<(i64, i64, i32), usize> = BTreeMap::new();
+            for (from, to, n) in self.inflight.values() {
+                *pairs
+                    .entry((from.0, to.0, n.state.wire_value()))
+                    .or_default() += 1;
+            }
+            let mut top: Vec<_> = pairs.into_iter().collect();
+            top.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+            top.truncate(6);
             return Err(self.fail(format!(
-                "liveness: message storm, {} messages in flight",
+                "liveness: message storm, {} messages in flight, most from/to/state: {top:?}",
                 self.inflight.len()
             )));
         }

@@ -367,8 +367,14 @@ impl FastLeaderElection {
             return;
         }
         if self.state == ServerState::Looking {
-            if n.state == ServerState::Looking && n.election_epoch < self.logical_clock {
+            if n.state == ServerState::Looking
+                && n.election_epoch < self.logical_clock
+                && self.qv.is_voter(self.my_id)
+            {
                 // A lagging LOOKING voter: tell it our proposal of the current round.
+                // Deviation: ZooKeeper 3.8 sends this from observers too, but a voter only
+                // answers a non-voter's message and never queues it, so the two would bounce
+                // messages for as long as the voter's round lags. Only voters reply here.
                 self.reply(from, self.proposal(), ServerState::Looking);
             }
             if self.instance.is_some() {
