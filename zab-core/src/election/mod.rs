@@ -380,7 +380,9 @@ impl FastLeaderElection {
             if self.instance.is_some() {
                 self.enqueue(now, from, n);
             } else if self.pending.len() < PENDING_CAP {
-                self.pending.push_back((from, n));
+                // the election never reads configs: do not hold a peer's bytes
+                self.pending
+                    .push_back((from, Notification { config: None, ..n }));
             }
         } else if n.state == ServerState::Looking {
             // FOLLOWING/LEADING/OBSERVING answer a LOOKING voter with the current vote.
