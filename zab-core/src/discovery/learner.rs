@@ -223,6 +223,12 @@ impl LearnerDiscovery {
         self.abandon("quorum connection to the leader lost");
     }
 
+    /// The server we follow accepted our quorum connection and closed it without a word: it
+    /// does not lead (it follows someone else). Give up at once instead of retrying.
+    pub fn refused(&mut self) {
+        self.abandon("the chosen leader refused us: it does not lead");
+    }
+
     /// Time passed: retry the connection, or give up on a silent leader (Z6).
     pub fn handle_tick(&mut self, now: Instant) {
         if self.phase == Phase::Abandoned {

@@ -38,6 +38,30 @@ pub struct PeerConfig {
     pub election: ElectionConfig,
     /// `tickTime`, `initLimit`, `syncLimit` (Z6).
     pub timing: Timing,
+    /// At start-up, how long to wait for connections to every other voter before the first
+    /// election round. With `fast_decide`, a server that has only part of the ensemble
+    /// connected may otherwise decide on that part's view at once, and make the others wait
+    /// out their `finalize_wait`. Zero starts at once, as ZooKeeper does.
+    pub connect_grace: Duration,
+}
+
+impl PeerConfig {
+    /// A configuration with the default election options, ZooKeeper's sample timing
+    /// (2000 ms, 10, 5) and a 100 ms start-up connect grace.
+    pub fn new(
+        my_id: ServerId,
+        learner_type: LearnerType,
+        quorum: Arc<dyn QuorumVerifier>,
+    ) -> Self {
+        Self {
+            my_id,
+            learner_type,
+            quorum,
+            election: ElectionConfig::default(),
+            timing: Timing::default(),
+            connect_grace: Duration::from_millis(100),
+        }
+    }
 }
 
 /// What a peer is doing, as published on its watch channel.
@@ -203,6 +227,19 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// Runs the peer until its transport closes or its store fails.
     pub async fn run(mut self) -> Result<(), PeerError> {
         self.transport.connect_all();
+        // Give the connections to the other voters a moment to come up (see `connect_grace`);
+        // what arrives meanwhile is queued by the election core until it starts.
+        let grace_end = tokio::time::Instant::now() + self.cfg.connect_grace;
+        while !self.all_voters_connected() {
+            tokio::select! {
+                ev = self.transport.recv() => {
+                    let Some(ev) = ev else { return Err(PeerError::TransportClosed) };
+                    self.on_event(ev);
+                }
+                _ = tokio::time::sleep_until(grace_end) => break,
+            }
+            self.drain().await?;
+        }
         self.core.start(Instant::now());
         self.drain().await?;
         loop {
@@ -225,6 +262,16 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             }
             self.drain().await?;
         }
+    }
+
+    fn all_voters_connected(&self) -> bool {
+        let me = self.cfg.my_id;
+        let connected = self.core.connected_peers();
+        self.cfg
+            .quorum
+            .voting_members()
+            .iter()
+            .all(|s| *s == me || connected.contains(s))
     }
 
     fn role_deadline(&self) -> Option<Instant> {
@@ -273,7 +320,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     Role::Leader(d) => d.handle_packet(now, from, packet),
                     // We do not lead: refuse a would-be learner at once (ZooKeeper has no
                     // listener then), so it gives up and looks for the real leader.
-                    Role::Learner(_) if opens => self.transport.close_quorum(from),
+                    Role::Learner(_) if opens => self.transport.refuse_quorum(from),
                     Role::Learner(d) => d.handle_packet(now, from, packet),
                     Role::Looking => {
                         if opens
@@ -288,6 +335,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             TransportEvent::QuorumDown(s) => match &mut self.role {
                 Role::Leader(d) => d.learner_gone(now, s),
                 Role::Learner(d) if d.leader() == s => d.connection_lost(now),
+                Role::Learner(_) => {}
+                Role::Looking => {
+                    self.stashed.remove(&s);
+                }
+            },
+            TransportEvent::QuorumRefused(s) => match &mut self.role {
+                Role::Learner(d) if d.leader() == s => d.refused(),
+                Role::Leader(d) => d.learner_gone(now, s),
                 Role::Learner(_) => {}
                 Role::Looking => {
                     self.stashed.remove(&s);
@@ -363,7 +418,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             }
             ServerState::Following | ServerState::Observing => {
                 for (from, _) in std::mem::take(&mut self.stashed) {
-                    self.transport.close_quorum(from);
+                    self.transport.refuse_quorum(from);
                 }
                 self.role = Role::Learner(LearnerDiscovery::new(
                     now,

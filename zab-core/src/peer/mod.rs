@@ -10,11 +10,10 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! use zab_core::discovery::Timing;
 //! use zab_core::peer::{PeerConfig, QuorumPeer};
 //! use zab_core::store::MemoryElectionStore;
 //! use zab_core::transport::MemoryNetwork;
-//! use zab_core::{ElectionConfig, LearnerType, QuorumMaj, ServerId};
+//! use zab_core::{LearnerType, QuorumMaj, ServerId};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -22,13 +21,7 @@
 //! let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
 //! let mut peers = Vec::new();
 //! for sid in 1..=3 {
-//!     let cfg = PeerConfig {
-//!         my_id: ServerId(sid),
-//!         learner_type: LearnerType::Participant,
-//!         quorum: quorum.clone(),
-//!         election: ElectionConfig::default(),
-//!         timing: Timing::default(),
-//!     };
+//!     let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone());
 //!     let store = MemoryElectionStore::default();
 //!     let peer = QuorumPeer::new(cfg, net.endpoint(ServerId(sid)), store).await.unwrap();
 //!     peers.push(peer.spawn());
