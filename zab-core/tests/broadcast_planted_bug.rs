@@ -89,6 +89,7 @@ fn zookeeper_3911_no_crash_point_loses_a_committed_transaction() {
 fn zookeeper_3911_planted_bug_ack_before_persist_loses_a_committed_transaction() {
     let broken = LearnerOptions {
         ack_newleader_before_persist: true,
+        ..LearnerOptions::default()
     };
     let lost = lost_at(broken);
     assert!(

@@ -14,12 +14,26 @@ use crate::zxid::Zxid;
 /// Options of a [`LearnerBroadcast`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LearnerOptions {
+    /// Whether a [`LearnerDiscovery`](crate::discovery::LearnerDiscovery) hands the leader's
+    /// broadcast traffic after NEWLEADER (PROPOSAL, COMMIT, INFORM, SYNC) to its
+    /// [`LearnerBroadcast`]. Off by default: a driver without a transaction log must not
+    /// acknowledge writes it does not keep, so it ignores them. A [`LearnerBroadcast`] used
+    /// directly always handles them.
+    pub follow_broadcast: bool,
     /// **Test-only, a planted bug.** Acknowledge NEWLEADER before persisting the synced
     /// transactions and `currentEpoch` (the order ZOOKEEPER-3911 fixed). A crash right after
     /// the acknowledgement then loses transactions the leader counts as committed. Exists so
     /// that tests can show the crash schedules catch it.
     #[cfg(feature = "broken-sync-for-tests")]
     pub ack_newleader_before_persist: bool,
+}
+
+impl LearnerOptions {
+    /// These options with [`follow_broadcast`](Self::follow_broadcast) set to `on`.
+    pub fn with_follow_broadcast(mut self, on: bool) -> Self {
+        self.follow_broadcast = on;
+        self
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
