@@ -191,3 +191,43 @@ fn sync_trunc_and_snap_reach_the_learner_as_actions() {
         Some(BroadcastAction::Abandon { .. })
     ));
 }
+
+/// Carries out a plan on a learner's log the way `LearnerBroadcast` asks its driver to.
+fn apply_plan(peer: &[Txn], plan: SyncPlan) -> Vec<Txn> {
+    match plan {
+        SyncPlan::Diff { txns, .. } => peer.iter().cloned().chain(txns).collect(),
+        SyncPlan::Trunc { to, txns } => peer
+            .iter()
+            .filter(|t| t.zxid <= to)
+            .cloned()
+            .chain(txns)
+            .collect(),
+        SyncPlan::Snap { txns, .. } => txns,
+    }
+}
+
+proptest::proptest! {
+    /// Whatever a learner may hold (a prefix of the leader's history, or that history's old
+    /// epoch followed by transactions of an epoch the leader never saw, or more of an old
+    /// epoch), after the chosen sync its log is exactly the leader's committed history.
+    #[test]
+    fn sync_choice_always_leaves_the_learner_with_the_leaders_history(
+        a in 0u32..6, b in 0u32..6, k in 0u32..6, extra_old in 0u32..3, abandoned in 0u32..3,
+    ) {
+        // Zab's invariants restrict what a learner can hold: transactions of an epoch the
+        // leader never saw (epoch 2 here) come after the whole epoch-1 history the leader has,
+        // because the leader of that epoch synced everyone it led to it; and a learner can
+        // hold more of an old epoch than the leader only past the leader's last one.
+        let k = if abandoned > 0 { a } else { k.min(a) };
+        let leader: Vec<Txn> = (1..=a).map(|c| txn(1, c))
+            .chain((1..=b).map(|c| txn(3, c)))
+            .collect();
+        let extra_old = if k == a && abandoned == 0 { extra_old } else { 0 };
+        let peer: Vec<Txn> = (1..=k + extra_old).map(|c| txn(1, c))
+            .chain((1..=abandoned).map(|c| txn(2, c)))
+            .collect();
+        let peer_last = peer.last().map(|t| t.zxid).unwrap_or(Zxid::ZERO);
+        let plan = choose_sync(peer_last, Zxid::ZERO, &leader, None).unwrap();
+        proptest::prop_assert_eq!(apply_plan(&peer, plan), leader);
+    }
+}
