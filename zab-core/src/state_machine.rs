@@ -31,6 +31,11 @@ pub trait StateMachine: Send {
 
     /// Replaces the whole state with `snapshot` (SNAP synchronisation or start-up).
     fn restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError>;
+
+    /// Discards the whole state (empty, nothing applied). Used when a TRUNC removes
+    /// transactions already applied: the state is rebuilt from the snapshot and the log, as
+    /// ZooKeeper reloads its database.
+    fn reset(&mut self);
 }
 
 /// A state machine that keeps every applied payload in order: handy in tests to compare what
@@ -93,5 +98,10 @@ impl StateMachine for RecordingStateMachine {
         self.applied = applied;
         self.last = snapshot.zxid;
         Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.applied.clear();
+        self.last = Zxid::ZERO;
     }
 }

@@ -129,6 +129,14 @@ impl LeaderDiscovery {
         });
     }
 
+    /// Appends a transaction committed during broadcast to the history, so that a learner
+    /// that syncs later receives it.
+    pub fn push_committed(&mut self, txn: Txn) {
+        if let Some(h) = self.history.as_mut() {
+            h.committed.push(txn);
+        }
+    }
+
     /// The proposed epoch, once a quorum's accepted epochs fixed it.
     pub fn proposed_epoch(&self) -> Option<i64> {
         (self.new_epoch >= 0).then_some(self.new_epoch)
@@ -142,6 +150,15 @@ impl LeaderDiscovery {
     /// Every learner with an open discovery or synced session.
     pub fn learners(&self) -> Vec<ServerId> {
         self.learners.keys().copied().collect()
+    }
+
+    /// The learners that were sent their sync data and NEWLEADER (acknowledged or not).
+    pub fn sync_sent_learners(&self) -> Vec<ServerId> {
+        self.learners
+            .iter()
+            .filter(|(_, l)| l.stage >= Stage::NewLeaderSent)
+            .map(|(s, _)| *s)
+            .collect()
     }
 
     /// The learners that acknowledged NEWLEADER and are alive.
