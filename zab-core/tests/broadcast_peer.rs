@@ -144,3 +144,40 @@ async fn z2_writes_are_applied_everywhere_in_one_order_and_survive_a_leader_cras
         assert_eq!(s.log.txns(), reference);
     }
 }
+
+#[tokio::test]
+async fn z2_observer_learns_committed_writes_and_forwards_its_own() {
+    let net = MemoryNetwork::new();
+    let servers: Vec<Server> = (0..4)
+        .map(|_| Server {
+            store: MemoryElectionStore::default(),
+            log: MemoryTxnLog::new(),
+            sm: Shared::default(),
+        })
+        .collect();
+    let mut h = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        let sid = i as i64 + 1;
+        h.push(
+            QuorumPeer::new(
+                config(sid, &[1, 2, 3], &[4]),
+                net.endpoint(ServerId(sid)),
+                s.store.clone(),
+            )
+            .await
+            .unwrap()
+            .with_replication(Box::new(s.log.clone()), Box::new(s.sm.clone()))
+            .unwrap()
+            .spawn(),
+        );
+    }
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    for i in 0..6 {
+        let at = if i % 2 == 0 { 2 } else { 3 };
+        assert!(h[at].propose(format!("w{i}").into()));
+    }
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 6).await;
+    let reference = servers[2].sm.applied();
+    assert_eq!(servers[3].sm.applied(), reference);
+    assert_eq!(servers[3].log.txns(), reference);
+}
