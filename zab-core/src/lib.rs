@@ -12,6 +12,11 @@
 //! - [`notification`]: the election message and its wire codec (the 28-byte, 40-byte and
 //!   version-2 layouts).
 //! - [`election`]: [`FastLeaderElection`], the state machine.
+//! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync) and atomic broadcast, sans-IO.
+//! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
+//!   implementations (CRC per record, torn-tail recovery, atomic snapshots).
+//! - [`state_machine`]: the [`state_machine::StateMachine`] embedders implement to apply committed
+//!   transactions and take / restore snapshots.
 //!
 //! ## Drive an election by hand
 //!
@@ -176,15 +181,18 @@
 //! hook (ZOOKEEPER-3109, off by default in ZooKeeper) are not implemented: received configs are
 //! decoded and exposed ([`Notification::config_version`]) but not acted on.
 
+pub mod broadcast;
 pub mod discovery;
 pub mod election;
 pub mod notification;
 #[cfg(feature = "tokio")]
 pub mod peer;
 pub mod quorum;
+pub mod state_machine;
 pub mod store;
 #[cfg(feature = "tokio")]
 pub mod transport;
+pub mod txnlog;
 pub mod types;
 pub mod vote;
 pub mod zxid;

@@ -3,6 +3,11 @@
 //! a quorum (Z1, Z5) and heartbeats that send a server back to LOOKING (Z6). Embedders follow
 //! its [`PeerStatus`] on a `tokio::sync::watch` channel.
 //!
+//! With [`QuorumPeer::with_replication`] a peer also keeps a transaction log and a state
+//! machine (SPEC Z2): a new leader syncs its learners from its log (DIFF / TRUNC / SNAP), then
+//! orders the writes given to [`PeerHandle::propose`] (followers forward theirs), and every
+//! server applies the committed ones in zxid order.
+//!
 //! Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
 //! then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
 //!
@@ -40,5 +45,7 @@
 //! (a re-election decided at once) may not be observed by a slow reader.
 
 mod driver;
+mod replication;
 
 pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer};
+pub use replication::ReplicationError;
