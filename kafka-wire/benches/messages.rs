@@ -40,9 +40,9 @@ fn leader_and_isr() -> LeaderAndIsrRequest {
                         controller_epoch: 12,
                         leader: p % 3,
                         leader_epoch: 7,
-                        isr: vec![p % 3, (p + 1) % 3, (p + 2) % 3],
+                        isr: vec![p % 3, (p + 1) % 3, (p + 2) % 3].into(),
                         partition_epoch: 3,
-                        replicas: vec![p % 3, (p + 1) % 3, (p + 2) % 3],
+                        replicas: vec![p % 3, (p + 1) % 3, (p + 2) % 3].into(),
                         ..Default::default()
                     })
                     .collect(),

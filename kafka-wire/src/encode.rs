@@ -19,39 +19,52 @@ pub trait WireWrite {
     fn write_shared(&mut self, data: Bytes);
 
     /// Appends one signed byte.
+    #[inline]
     fn write_i8(&mut self, v: i8) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends one unsigned byte.
+    #[inline]
     fn write_u8(&mut self, v: u8) {
         self.write_slice(&[v]);
     }
     /// Appends a big-endian `i16`.
+    #[inline]
     fn write_i16(&mut self, v: i16) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends a big-endian `u16`.
+    #[inline]
     fn write_u16(&mut self, v: u16) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends a big-endian `i32`.
+    #[inline]
     fn write_i32(&mut self, v: i32) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends a big-endian `u32`.
+    #[inline]
     fn write_u32(&mut self, v: u32) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends a big-endian `i64`.
+    #[inline]
     fn write_i64(&mut self, v: i64) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends a big-endian IEEE 754 `f64`.
+    #[inline]
     fn write_f64(&mut self, v: f64) {
         self.write_slice(&v.to_be_bytes());
     }
     /// Appends an unsigned varint (1 to 5 bytes).
+    #[inline]
     fn write_unsigned_varint(&mut self, v: u32) {
+        if v < 0x80 {
+            self.write_u8(v as u8);
+            return;
+        }
         let mut buf = [0u8; 5];
         let mut n = 0;
         let mut value = v;
@@ -73,6 +86,26 @@ impl<T: BufMut> WireWrite for T {
     #[inline]
     fn write_shared(&mut self, data: Bytes) {
         self.put_slice(&data);
+    }
+    #[inline]
+    fn write_i8(&mut self, v: i8) {
+        self.put_i8(v);
+    }
+    #[inline]
+    fn write_u8(&mut self, v: u8) {
+        self.put_u8(v);
+    }
+    #[inline]
+    fn write_i16(&mut self, v: i16) {
+        self.put_i16(v);
+    }
+    #[inline]
+    fn write_i32(&mut self, v: i32) {
+        self.put_i32(v);
+    }
+    #[inline]
+    fn write_i64(&mut self, v: i64) {
+        self.put_i64(v);
     }
 }
 

@@ -17,6 +17,7 @@
 //!     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 //! };
 //! use kafka_wire::messages::LeaderAndIsrRequest;
+//! use kafka_wire::smallvec::smallvec;
 //! use kafka_wire::{Decode, Encode};
 //!
 //! let request = LeaderAndIsrRequest {
@@ -29,8 +30,8 @@
 //!             partition_index: 0,
 //!             leader: 1,
 //!             leader_epoch: 3,
-//!             isr: vec![1, 2, 3],
-//!             replicas: vec![1, 2, 3],
+//!             isr: smallvec![1, 2, 3],
+//!             replicas: smallvec![1, 2, 3],
 //!             ..Default::default()
 //!         }],
 //!         ..Default::default()
@@ -57,6 +58,7 @@ pub mod records;
 #[rustfmt::skip]
 pub mod messages;
 pub mod primitives;
+pub mod records;
 #[cfg(feature = "sample")]
 pub mod sample;
 pub mod varint;
@@ -66,4 +68,5 @@ pub use encode::{ChunkedWriter, Decode, Encode, LenCounter, Message, WireWrite};
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{RequestBody, ResponseBody};
-pub use primitives::{RawTaggedField, Uuid};
+pub use primitives::{Int32Array, RawTaggedField, Uuid};
+pub use smallvec;

@@ -10,6 +10,7 @@ use std::fmt;
 
 use bytes::{Buf, Bytes};
 use bytestring::ByteString;
+use smallvec::SmallVec;
 
 use crate::encode::WireWrite;
 use crate::varint::get_unsigned_varint;
@@ -128,6 +129,18 @@ pub fn get_uuid<B: Buf>(buf: &mut B) -> Result<Uuid, DecodeError> {
     Ok(Uuid(b))
 }
 
+/// Reads an unsigned varint, taking the one-byte case without a loop.
+#[inline(always)]
+pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
+    if let Some(&b) = buf.chunk().first() {
+        if b < 0x80 {
+            buf.advance(1);
+            return Ok(u32::from(b));
+        }
+    }
+    get_unsigned_varint(buf)
+}
+
 /// Reads a length prefix: `int16` (strings) or `int32` (bytes, arrays) when not compact,
 /// unsigned varint minus one when compact. `None` is null (-1).
 #[inline]
@@ -138,7 +151,7 @@ fn get_len<B: Buf>(
     what: &'static str,
 ) -> Result<Option<usize>, DecodeError> {
     let len: i64 = if compact {
-        i64::from(get_unsigned_varint(buf)?) - 1
+        i64::from(get_uvarint(buf)?) - 1
     } else if wide {
         i64::from(get_i32(buf)?)
     } else {
@@ -248,6 +261,50 @@ pub fn get_nullable_array<B: Buf, T>(
     Ok(Some(v))
 }
 
+/// Reads a nullable (compact) array of structs, decoding each element in place into a
+/// default value pushed onto the vector (large structs are not moved); see
+/// [`get_nullable_array`] for the count check.
+#[inline]
+pub fn get_nullable_struct_array<B: Buf, T: Default>(
+    buf: &mut B,
+    compact: bool,
+    min_elem: usize,
+    what: &'static str,
+    mut elem: impl FnMut(&mut B, &mut T) -> Result<(), DecodeError>,
+) -> Result<Option<Vec<T>>, DecodeError> {
+    let Some(n) = get_len(buf, compact, true, what)? else {
+        return Ok(None);
+    };
+    if n.checked_mul(min_elem.max(1))
+        .is_none_or(|need| need > buf.remaining())
+    {
+        return Err(DecodeError::InvalidLength {
+            what,
+            length: n as i64,
+        });
+    }
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(T::default());
+        if let Some(slot) = v.last_mut() {
+            elem(buf, slot)?;
+        }
+    }
+    Ok(Some(v))
+}
+
+/// Reads a non-nullable (compact) array of structs; see [`get_nullable_struct_array`].
+#[inline]
+pub fn get_struct_array<B: Buf, T: Default>(
+    buf: &mut B,
+    compact: bool,
+    min_elem: usize,
+    what: &'static str,
+    elem: impl FnMut(&mut B, &mut T) -> Result<(), DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    get_nullable_struct_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
+}
+
 /// Reads a non-nullable (compact) array; see [`get_nullable_array`].
 #[inline]
 pub fn get_array<B: Buf, T>(
@@ -260,11 +317,70 @@ pub fn get_array<B: Buf, T>(
     get_nullable_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
 }
 
+/// An array of `int32` (broker ids, partition indexes): up to four elements are stored inline,
+/// so the common replica lists of a partition need no allocation of their own.
+pub type Int32Array = SmallVec<[i32; 4]>;
+
+/// Reads a nullable (compact) array of `int32`, checking the count against what remains.
+#[inline]
+pub fn get_nullable_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Option<Int32Array>, DecodeError> {
+    // Fast path: a one-byte compact length and up to four elements, all in the current chunk.
+    if compact {
+        let c = buf.chunk();
+        if let Some(&b0) = c.first() {
+            let n = usize::from(b0).wrapping_sub(1);
+            if (1..=5).contains(&b0) && c.len() > 4 * n {
+                let mut inline = [0i32; 4];
+                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
+                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                }
+                buf.advance(1 + 4 * n);
+                return Ok(Some(Int32Array::from_buf_and_len(inline, n)));
+            }
+        }
+    }
+    let Some(n) = get_len(buf, compact, true, what)? else {
+        return Ok(None);
+    };
+    if n.checked_mul(4).is_none_or(|b| b > buf.remaining()) {
+        return Err(DecodeError::InvalidLength {
+            what,
+            length: n as i64,
+        });
+    }
+    if n <= 4 {
+        let mut inline = [0i32; 4];
+        for slot in inline.iter_mut().take(n) {
+            *slot = buf.get_i32();
+        }
+        return Ok(Some(Int32Array::from_buf_and_len(inline, n)));
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(buf.get_i32());
+    }
+    Ok(Some(Int32Array::from_vec(v)))
+}
+
+/// Reads a non-nullable (compact) array of `int32`.
+#[inline]
+pub fn get_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Int32Array, DecodeError> {
+    get_nullable_int32_array(buf, compact, what)?.ok_or_else(|| null_error(what))
+}
+
 /// Reads the header of one tagged field: its tag and its size, checked against what remains.
 #[inline]
 pub fn get_tag_header<B: Buf>(buf: &mut B) -> Result<(u32, usize), DecodeError> {
-    let tag = get_unsigned_varint(buf)?;
-    let size = get_unsigned_varint(buf)? as usize;
+    let tag = get_uvarint(buf)?;
+    let size = get_uvarint(buf)? as usize;
     if size > buf.remaining() {
         return Err(DecodeError::InvalidLength {
             what: "tagged field",
@@ -332,15 +448,12 @@ fn put_len<W: WireWrite>(
 ) -> Result<(), EncodeError> {
     let too_long = |length| EncodeError::TooLong { what, length };
     if compact {
-        let v = match len {
-            None => 0,
-            Some(l) => u32::try_from(l)
-                .ok()
-                .and_then(|l| l.checked_add(1))
-                .filter(|&l| l <= i32::MAX as u32)
-                .ok_or_else(|| too_long(l))?,
-        };
-        w.write_unsigned_varint(v);
+        match len {
+            None => w.write_u8(0),
+            Some(l) if l < 0x7f => w.write_u8(l as u8 + 1),
+            Some(l) if l < i32::MAX as usize => w.write_unsigned_varint(l as u32 + 1),
+            Some(l) => return Err(too_long(l)),
+        }
     } else if wide {
         let v = match len {
             None => -1,
@@ -365,7 +478,11 @@ pub fn put_string<W: WireWrite>(
     compact: bool,
     what: &'static str,
 ) -> Result<(), EncodeError> {
-    put_len(w, Some(s.len()), compact, false, what)?;
+    if compact && s.len() < 0x7f {
+        w.write_u8(s.len() as u8 + 1);
+    } else {
+        put_len(w, Some(s.len()), compact, false, what)?;
+    }
     w.write_slice(s.as_bytes());
     Ok(())
 }
@@ -419,14 +536,35 @@ pub fn put_nullable_bytes<W: WireWrite>(
 }
 
 /// Writes an array length (`None` is a null array).
-#[inline]
+#[inline(always)]
 pub fn put_array_len<W: WireWrite>(
     w: &mut W,
     len: Option<usize>,
     compact: bool,
     what: &'static str,
 ) -> Result<(), EncodeError> {
-    put_len(w, len, compact, true, what)
+    match len {
+        Some(l) if compact && l < 0x7f => {
+            w.write_u8(l as u8 + 1);
+            Ok(())
+        }
+        _ => put_len(w, len, compact, true, what),
+    }
+}
+
+/// Writes a (compact) array of `int32`.
+#[inline]
+pub fn put_int32_array<W: WireWrite>(
+    w: &mut W,
+    v: &[i32],
+    compact: bool,
+    what: &'static str,
+) -> Result<(), EncodeError> {
+    put_array_len(w, Some(v.len()), compact, what)?;
+    for x in v {
+        w.write_i32(*x);
+    }
+    Ok(())
 }
 
 /// Writes a uuid.
@@ -462,7 +600,21 @@ pub fn put_unknown_tagged_below<W: WireWrite>(
 }
 
 /// Writes a tagged-field section holding only `unknown` fields.
+#[inline(always)]
 pub fn put_unknown_tagged_fields<W: WireWrite>(
+    w: &mut W,
+    unknown: &[RawTaggedField],
+) -> Result<(), EncodeError> {
+    if unknown.is_empty() {
+        w.write_u8(0);
+        Ok(())
+    } else {
+        put_some_unknown_tagged_fields(w, unknown)
+    }
+}
+
+#[inline(never)]
+fn put_some_unknown_tagged_fields<W: WireWrite>(
     w: &mut W,
     unknown: &[RawTaggedField],
 ) -> Result<(), EncodeError> {

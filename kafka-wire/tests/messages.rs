@@ -7,6 +7,7 @@ use kafka_wire::messages::leader_and_isr_request::{
     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
 use kafka_wire::messages::{FetchRequest, FetchResponse, LeaderAndIsrRequest, MetadataRequest};
+use kafka_wire::smallvec::smallvec;
 use kafka_wire::{ChunkedWriter, Decode, Encode, EncodeError, RawTaggedField};
 
 #[test]
@@ -44,8 +45,8 @@ fn leader_and_isr_v1_carries_partitions_ungrouped_and_v2_grouped() {
         topic_name: "t".into(),
         partition_index: 2,
         leader: 1,
-        isr: vec![1, 2],
-        replicas: vec![1, 2, 3],
+        isr: smallvec![1, 2],
+        replicas: smallvec![1, 2, 3],
         ..Default::default()
     };
     let v1 = LeaderAndIsrRequest {

@@ -54,6 +54,7 @@ fn elem_ty(t: &Ty) -> String {
         Ty::String => "ByteString".into(),
         Ty::Uuid => "Uuid".into(),
         Ty::Bytes | Ty::Records => "Bytes".into(),
+        Ty::Array(inner) if **inner == Ty::Int32 => "Int32Array".into(),
         Ty::Array(inner) => format!("Vec<{}>", elem_ty(inner)),
         Ty::Struct(n) => n.clone(),
     }
@@ -98,8 +99,9 @@ fn default_expr(f: &Field) -> String {
             _ => wrap("Bytes::new()".into()),
         },
         Ty::Uuid => "Uuid::ZERO".into(),
-        Ty::Array(_) => match d {
+        Ty::Array(inner) => match d {
             Some("null") => "None".into(),
+            _ if **inner == Ty::Int32 => wrap("Int32Array::new()".into()),
             _ => wrap("Vec::new()".into()),
         },
         Ty::Struct(n) => format!("{n}::default()"),
@@ -190,10 +192,23 @@ fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
         Ty::Array(inner) => {
             let min = min_elem(inner);
             let er = elem_reader(inner, &what);
-            (
-                format!("get_nullable_array({b}, flexible, {min}, {what:?}, {er})?"),
-                format!("get_array({b}, flexible, {min}, {what:?}, {er})?"),
-            )
+            if let Ty::Struct(n) = &**inner {
+                let er = format!("|b, slot: &mut {n}| {n}::decode_into(slot, b, version)");
+                (
+                    format!("get_nullable_struct_array({b}, flexible, {min}, {what:?}, {er})?"),
+                    format!("get_struct_array({b}, flexible, {min}, {what:?}, {er})?"),
+                )
+            } else if **inner == Ty::Int32 {
+                (
+                    format!("get_nullable_int32_array({b}, flexible, {what:?})?"),
+                    format!("get_int32_array({b}, flexible, {what:?})?"),
+                )
+            } else {
+                (
+                    format!("get_nullable_array({b}, flexible, {min}, {what:?}, {er})?"),
+                    format!("get_array({b}, flexible, {min}, {what:?}, {er})?"),
+                )
+            }
         }
         t => return format!("{}?", read_scalar(t, b, &what)),
     };
@@ -274,6 +289,21 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
                 | Ty::Float64 => "*e",
                 _ => "e",
             };
+            if **inner == Ty::Int32 {
+                if opt {
+                    let _ = writeln!(
+                        s,
+                        "{indent}match &{val} {{\n{indent}    None => put_array_len({w}, None, flexible, {what:?})?,\n\
+                         {indent}    Some(v) => put_int32_array({w}, v, flexible, {what:?})?,\n{indent}}}"
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "{indent}put_int32_array({w}, &{val}, flexible, {what:?})?;"
+                    );
+                }
+                return s;
+            }
             let body = match **inner {
                 Ty::Uuid => format!("put_uuid({w}, e);"),
                 Ty::String => format!("put_string({w}, e, flexible, {what:?})?;"),
@@ -299,6 +329,79 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
         }
     }
     s
+}
+
+/// Encoded size of a fixed-width type.
+fn fixed_size(t: &Ty) -> Option<usize> {
+    match t {
+        Ty::Bool | Ty::Int8 => Some(1),
+        Ty::Int16 | Ty::Uint16 => Some(2),
+        Ty::Int32 | Ty::Uint32 => Some(4),
+        Ty::Int64 | Ty::Float64 => Some(8),
+        Ty::Uuid => Some(16),
+        _ => None,
+    }
+}
+
+/// Runs of consecutive always-present fixed-width fields (two or more), as (start, end)
+/// indexes into `fields`.
+fn fixed_runs(fields: &[&Field], valid: &Range) -> Vec<(usize, usize)> {
+    let fixed =
+        |f: &Field| fixed_size(&f.ty).is_some() && matches!(cond(&f.versions, valid), Cond::Always);
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        if fixed(fields[i]) {
+            let mut j = i;
+            while j < fields.len() && fixed(fields[j]) {
+                j += 1;
+            }
+            if j - i >= 2 {
+                runs.push((i, j));
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    runs
+}
+
+/// Statements reading a run of fixed-width fields with one length check.
+fn read_fixed_run(run: &[&Field]) -> String {
+    let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
+    let mut fast = String::new();
+    let mut slow = String::new();
+    let mut o = 0;
+    for f in run {
+        let n = fixed_size(&f.ty).unwrap_or(0);
+        let bytes = (o..o + n)
+            .map(|k| format!("c[{k}]"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let fname = snake(&f.name);
+        let expr = match f.ty {
+            Ty::Bool => format!("c[{o}] != 0"),
+            Ty::Uuid => format!("Uuid([{bytes}])"),
+            Ty::Int8 => format!("i8::from_be_bytes([{bytes}])"),
+            Ty::Int16 => format!("i16::from_be_bytes([{bytes}])"),
+            Ty::Uint16 => format!("u16::from_be_bytes([{bytes}])"),
+            Ty::Int32 => format!("i32::from_be_bytes([{bytes}])"),
+            Ty::Uint32 => format!("u32::from_be_bytes([{bytes}])"),
+            Ty::Int64 => format!("i64::from_be_bytes([{bytes}])"),
+            _ => format!("f64::from_be_bytes([{bytes}])"),
+        };
+        let _ = writeln!(fast, "                this.{fname} = {expr};");
+        let _ = writeln!(
+            slow,
+            "                this.{fname} = {}?;",
+            read_scalar(&f.ty, "buf", &fname)
+        );
+        o += n;
+    }
+    format!(
+        "        {{\n            let c = buf.chunk();\n            if c.len() >= {total} {{\n{fast}                buf.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
+    )
 }
 
 fn doc(s: &mut String, indent: &str, text: &str) {
@@ -407,9 +510,24 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         "impl Decode for {name} {{\n    fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {{"
     );
     out.push_str(&api_key_check("DecodeError"));
+    out.push_str(
+        "        let mut this = Self::default();\n        Self::decode_into(&mut this, buf, version)?;\n        Ok(this)\n    }\n}\n\n",
+    );
+    let _ = writeln!(
+        out,
+        "impl {name} {{\n    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).\n    \
+         #[doc(hidden)]\n    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {{"
+    );
     let _ = writeln!(out, "        let flexible = version >= {flex_min};");
-    out.push_str("        let mut this = Self::default();\n");
-    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+    let non_tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_none()).collect();
+    let runs = fixed_runs(&non_tagged, valid);
+    for (i, f) in non_tagged.iter().enumerate() {
+        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&read_fixed_run(&non_tagged[a..b]));
+            }
+            continue;
+        }
         let fname = snake(&f.name);
         match cond(&f.versions, valid) {
             Cond::Never => {}
@@ -431,7 +549,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     }
     let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
     tagged.sort_by_key(|f| f.tag.map(|t| t.0));
-    out.push_str("        if flexible {\n            let n = get_unsigned_varint(buf)?;\n            for _ in 0..n {\n");
+    out.push_str("        if flexible {\n            let n = get_uvarint(buf)?;\n            for _ in 0..n {\n");
     out.push_str("                let (tag, size) = get_tag_header(buf)?;\n");
     let mut arms = String::new();
     for f in &tagged {
@@ -460,7 +578,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             "                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),\n                }\n",
         );
     }
-    out.push_str("            }\n        }\n        Ok(this)\n    }\n}\n\n");
+    out.push_str("            }\n        }\n        Ok(())\n    }\n}\n\n");
 
     // Encode
     let _ = writeln!(
@@ -469,7 +587,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     );
     out.push_str(&api_key_check("EncodeError"));
     let _ = writeln!(out, "        let flexible = version >= {flex_min};");
-    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+    for f in &non_tagged {
         let fname = snake(&f.name);
         let val = format!("self.{fname}");
         let not_in = if f.ignorable {
@@ -536,15 +654,13 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     for h in &has_vars {
         let _ = write!(count, " + {h}");
     }
-    let _ = writeln!(
-        out,
-        "            let n = {count};\n            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong {{ what: \"tagged fields\", length: n }})?;\n            w.write_unsigned_varint(n);"
-    );
     if tagged.is_empty() {
-        out.push_str(
-            "            let mut next = 0;\n            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);\n",
-        );
+        out.push_str("            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;\n");
     } else {
+        let _ = writeln!(
+            out,
+            "            let n = {count};\n            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong {{ what: \"tagged fields\", length: n }})?;\n            w.write_unsigned_varint(n);"
+        );
         out.push_str("            let mut next = 0;\n");
         for f in &tagged {
             let Some((tag, tv)) = f.tag else { continue };
@@ -616,7 +732,7 @@ fn sample_scalar(t: &Ty) -> String {
         Ty::Bytes | Ty::Records => "g.bytes()".into(),
         Ty::Struct(n) => format!("{n}::sample(g, version)"),
         Ty::Array(inner) => format!(
-            "(0..g.array_len()).map(|_| {}).collect::<Vec<_>>()",
+            "(0..g.array_len()).map(|_| {}).collect()",
             sample_scalar(inner)
         ),
     }

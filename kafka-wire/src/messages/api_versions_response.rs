@@ -87,26 +87,35 @@ impl Decode for ApiVersionsResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 18, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ApiVersionsResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
-        this.api_keys = get_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b| ApiVersion::decode(b, version))?;
+        this.api_keys = get_struct_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b, slot: &mut ApiVersion| ApiVersion::decode_into(slot, b, version))?;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 3 => {
-                        this.supported_features = get_tagged(buf, size, |b| Ok(get_array(b, flexible, SupportedFeatureKey::min_len(version), "supported_features", |b| SupportedFeatureKey::decode(b, version))?))?;
+                        this.supported_features = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, SupportedFeatureKey::min_len(version), "supported_features", |b, slot: &mut SupportedFeatureKey| SupportedFeatureKey::decode_into(slot, b, version))?))?;
                     }
                     1 if version >= 3 => {
                         this.finalized_features_epoch = get_tagged(buf, size, |b| Ok(get_i64(b)?))?;
                     }
                     2 if version >= 3 => {
-                        this.finalized_features = get_tagged(buf, size, |b| Ok(get_array(b, flexible, FinalizedFeatureKey::min_len(version), "finalized_features", |b| FinalizedFeatureKey::decode(b, version))?))?;
+                        this.finalized_features = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, FinalizedFeatureKey::min_len(version), "finalized_features", |b, slot: &mut FinalizedFeatureKey| FinalizedFeatureKey::decode_into(slot, b, version))?))?;
                     }
                     3 if version >= 3 => {
                         this.zk_migration_ready = get_tagged(buf, size, |b| Ok(get_bool(b)?))?;
@@ -115,7 +124,7 @@ impl Decode for ApiVersionsResponse {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -210,18 +219,18 @@ impl ApiVersionsResponse {
         let flexible = version >= 3;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.api_keys = (0..g.array_len()).map(|_| ApiVersion::sample(g, version)).collect::<Vec<_>>();
+        this.api_keys = (0..g.array_len()).map(|_| ApiVersion::sample(g, version)).collect();
         if version >= 1 {
             this.throttle_time_ms = g.i32();
         }
         if version >= 3 && g.chance(2) {
-            this.supported_features = (0..g.array_len()).map(|_| SupportedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+            this.supported_features = (0..g.array_len()).map(|_| SupportedFeatureKey::sample(g, version)).collect();
         }
         if version >= 3 && g.chance(2) {
             this.finalized_features_epoch = g.i64();
         }
         if version >= 3 && g.chance(2) {
-            this.finalized_features = (0..g.array_len()).map(|_| FinalizedFeatureKey::sample(g, version)).collect::<Vec<_>>();
+            this.finalized_features = (0..g.array_len()).map(|_| FinalizedFeatureKey::sample(g, version)).collect();
         }
         if version >= 3 && g.chance(2) {
             this.zk_migration_ready = g.bool();
@@ -280,19 +289,38 @@ impl ApiVersion {
 
 impl Decode for ApiVersion {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
-        this.api_key = get_i16(buf)?;
-        this.min_version = get_i16(buf)?;
-        this.max_version = get_i16(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ApiVersion {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.api_key = i16::from_be_bytes([c[0], c[1]]);
+                this.min_version = i16::from_be_bytes([c[2], c[3]]);
+                this.max_version = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.api_key = get_i16(buf)?;
+                this.min_version = get_i16(buf)?;
+                this.max_version = get_i16(buf)?;
+            }
+        }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -303,11 +331,7 @@ impl Encode for ApiVersion {
         w.write_i16(self.min_version);
         w.write_i16(self.max_version);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -384,8 +408,17 @@ impl SupportedFeatureKey {
 
 impl Decode for SupportedFeatureKey {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl SupportedFeatureKey {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
@@ -396,13 +429,13 @@ impl Decode for SupportedFeatureKey {
             this.max_version = get_i16(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -425,11 +458,7 @@ impl Encode for SupportedFeatureKey {
                 return Err(EncodeError::FieldNotInVersion { field: "max_version", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -512,8 +541,17 @@ impl FinalizedFeatureKey {
 
 impl Decode for FinalizedFeatureKey {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FinalizedFeatureKey {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
@@ -524,13 +562,13 @@ impl Decode for FinalizedFeatureKey {
             this.min_version_level = get_i16(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -553,11 +591,7 @@ impl Encode for FinalizedFeatureKey {
                 return Err(EncodeError::FieldNotInVersion { field: "min_version_level", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

@@ -59,18 +59,27 @@ impl Decode for ControlledShutdownResponse {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 7, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ControlledShutdownResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
-        this.remaining_partitions = get_array(buf, flexible, RemainingPartition::min_len(version), "remaining_partitions", |b| RemainingPartition::decode(b, version))?;
+        this.remaining_partitions = get_struct_array(buf, flexible, RemainingPartition::min_len(version), "remaining_partitions", |b, slot: &mut RemainingPartition| RemainingPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -84,11 +93,7 @@ impl Encode for ControlledShutdownResponse {
         put_array_len(w, Some(self.remaining_partitions.len()), flexible, "remaining_partitions")?;
         for e in &self.remaining_partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -110,7 +115,7 @@ impl ControlledShutdownResponse {
         let flexible = version >= 3;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.remaining_partitions = (0..g.array_len()).map(|_| RemainingPartition::sample(g, version)).collect::<Vec<_>>();
+        this.remaining_partitions = (0..g.array_len()).map(|_| RemainingPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -159,18 +164,27 @@ impl RemainingPartition {
 
 impl Decode for RemainingPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl RemainingPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         this.topic_name = get_string(buf, flexible, "topic_name")?;
         this.partition_index = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -180,11 +194,7 @@ impl Encode for RemainingPartition {
         put_string(w, &self.topic_name, flexible, "topic_name")?;
         w.write_i32(self.partition_index);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

@@ -131,13 +131,31 @@ impl Decode for FetchRequest {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 1, version });
         }
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 14 {
             this.replica_id = get_i32(buf)?;
         }
-        this.max_wait_ms = get_i32(buf)?;
-        this.min_bytes = get_i32(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 8 {
+                this.max_wait_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.min_bytes = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                buf.advance(8);
+            } else {
+                this.max_wait_ms = get_i32(buf)?;
+                this.min_bytes = get_i32(buf)?;
+            }
+        }
         if version >= 3 {
             this.max_bytes = get_i32(buf)?;
         }
@@ -150,15 +168,15 @@ impl Decode for FetchRequest {
         if version >= 7 {
             this.session_epoch = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, FetchTopic::min_len(version), "topics", |b| FetchTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, FetchTopic::min_len(version), "topics", |b, slot: &mut FetchTopic| FetchTopic::decode_into(slot, b, version))?;
         if version >= 7 {
-            this.forgotten_topics_data = get_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b| ForgottenTopic::decode(b, version))?;
+            this.forgotten_topics_data = get_struct_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b, slot: &mut ForgottenTopic| ForgottenTopic::decode_into(slot, b, version))?;
         }
         if version >= 11 {
             this.rack_id = get_string(buf, flexible, "rack_id")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -172,7 +190,7 @@ impl Decode for FetchRequest {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -288,9 +306,9 @@ impl FetchRequest {
         if version >= 7 {
             this.session_epoch = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| FetchTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| FetchTopic::sample(g, version)).collect();
         if version >= 7 {
-            this.forgotten_topics_data = (0..g.array_len()).map(|_| ForgottenTopic::sample(g, version)).collect::<Vec<_>>();
+            this.forgotten_topics_data = (0..g.array_len()).map(|_| ForgottenTopic::sample(g, version)).collect();
         }
         if version >= 11 {
             this.rack_id = g.string();
@@ -347,8 +365,17 @@ impl ReplicaState {
 
 impl Decode for ReplicaState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ReplicaState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 15 {
             this.replica_id = get_i32(buf)?;
         }
@@ -356,13 +383,13 @@ impl Decode for ReplicaState {
             this.replica_epoch = get_i64(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -380,11 +407,7 @@ impl Encode for ReplicaState {
                 return Err(EncodeError::FieldNotInVersion { field: "replica_epoch", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -487,8 +510,17 @@ impl FetchPartition {
 
 impl Decode for FetchPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         this.partition = get_i32(buf)?;
         if version >= 9 {
             this.current_leader_epoch = get_i32(buf)?;
@@ -502,7 +534,7 @@ impl Decode for FetchPartition {
         }
         this.partition_max_bytes = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -513,7 +545,7 @@ impl Decode for FetchPartition {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -638,23 +670,32 @@ impl FetchTopic {
 
 impl Decode for FetchTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 12 {
             this.topic = get_string(buf, flexible, "topic")?;
         }
         if version >= 13 {
             this.topic_id = get_uuid(buf)?;
         }
-        this.partitions = get_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b| FetchPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b, slot: &mut FetchPartition| FetchPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -670,11 +711,7 @@ impl Encode for FetchTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -694,7 +731,7 @@ impl FetchTopic {
         if version >= 13 {
             this.topic_id = g.uuid();
         }
-        this.partitions = (0..g.array_len()).map(|_| FetchPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| FetchPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -716,7 +753,7 @@ pub struct ForgottenTopic {
     /// The partitions indexes to forget.
     ///
     /// Versions 7+.
-    pub partitions: Vec<i32>,
+    pub partitions: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -726,7 +763,7 @@ impl Default for ForgottenTopic {
         Self {
             topic: ByteString::new(),
             topic_id: Uuid::ZERO,
-            partitions: Vec::new(),
+            partitions: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -755,8 +792,17 @@ impl ForgottenTopic {
 
 impl Decode for ForgottenTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ForgottenTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if (7..=12).contains(&version) {
             this.topic = get_string(buf, flexible, "topic")?;
         }
@@ -764,16 +810,16 @@ impl Decode for ForgottenTopic {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 7 {
-            this.partitions = get_array(buf, flexible, 4, "partitions", get_i32)?;
+            this.partitions = get_int32_array(buf, flexible, "partitions")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -787,17 +833,12 @@ impl Encode for ForgottenTopic {
             put_uuid(w, &self.topic_id);
         }
         if version >= 7 {
-            put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { w.write_i32(*e); }
+            put_int32_array(w, &self.partitions, flexible, "partitions")?;
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -818,7 +859,7 @@ impl ForgottenTopic {
             this.topic_id = g.uuid();
         }
         if version >= 7 {
-            this.partitions = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.partitions = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

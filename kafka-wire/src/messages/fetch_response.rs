@@ -82,8 +82,17 @@ impl Decode for FetchResponse {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 1, version });
         }
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -93,20 +102,20 @@ impl Decode for FetchResponse {
         if version >= 7 {
             this.session_id = get_i32(buf)?;
         }
-        this.responses = get_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b| FetchableTopicResponse::decode(b, version))?;
+        this.responses = get_struct_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b, slot: &mut FetchableTopicResponse| FetchableTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 16 => {
-                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b| NodeEndpoint::decode(b, version))?))?;
+                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b, slot: &mut NodeEndpoint| NodeEndpoint::decode_into(slot, b, version))?))?;
                     }
                     _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -181,9 +190,9 @@ impl FetchResponse {
         if version >= 7 {
             this.session_id = g.i32();
         }
-        this.responses = (0..g.array_len()).map(|_| FetchableTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        this.responses = (0..g.array_len()).map(|_| FetchableTopicResponse::sample(g, version)).collect();
         if version >= 16 && g.chance(2) {
-            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -237,8 +246,17 @@ impl EpochEndOffset {
 
 impl Decode for EpochEndOffset {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl EpochEndOffset {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 12 {
             this.epoch = get_i32(buf)?;
         }
@@ -246,13 +264,13 @@ impl Decode for EpochEndOffset {
             this.end_offset = get_i64(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -270,11 +288,7 @@ impl Encode for EpochEndOffset {
                 return Err(EncodeError::FieldNotInVersion { field: "end_offset", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -346,8 +360,17 @@ impl LeaderIdAndEpoch {
 
 impl Decode for LeaderIdAndEpoch {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderIdAndEpoch {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 12 {
             this.leader_id = get_i32(buf)?;
         }
@@ -355,13 +378,13 @@ impl Decode for LeaderIdAndEpoch {
             this.leader_epoch = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -379,11 +402,7 @@ impl Encode for LeaderIdAndEpoch {
                 return Err(EncodeError::FieldNotInVersion { field: "leader_epoch", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -451,18 +470,36 @@ impl SnapshotId {
 
 impl Decode for SnapshotId {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
-        this.end_offset = get_i64(buf)?;
-        this.epoch = get_i32(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl SnapshotId {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        {
+            let c = buf.chunk();
+            if c.len() >= 12 {
+                this.end_offset = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                this.epoch = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                buf.advance(12);
+            } else {
+                this.end_offset = get_i64(buf)?;
+                this.epoch = get_i32(buf)?;
+            }
+        }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -472,11 +509,7 @@ impl Encode for SnapshotId {
         w.write_i64(self.end_offset);
         w.write_i32(self.epoch);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -544,8 +577,17 @@ impl AbortedTransaction {
 
 impl Decode for AbortedTransaction {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl AbortedTransaction {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 4 {
             this.producer_id = get_i64(buf)?;
         }
@@ -553,13 +595,13 @@ impl Decode for AbortedTransaction {
             this.first_offset = get_i64(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -577,11 +619,7 @@ impl Encode for AbortedTransaction {
                 return Err(EncodeError::FieldNotInVersion { field: "first_offset", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -708,11 +746,30 @@ impl PartitionData {
 
 impl Decode for PartitionData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
-        this.high_watermark = get_i64(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        {
+            let c = buf.chunk();
+            if c.len() >= 14 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                buf.advance(14);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+                this.high_watermark = get_i64(buf)?;
+            }
+        }
         if version >= 4 {
             this.last_stable_offset = get_i64(buf)?;
         }
@@ -720,14 +777,14 @@ impl Decode for PartitionData {
             this.log_start_offset = get_i64(buf)?;
         }
         if version >= 4 {
-            this.aborted_transactions = get_nullable_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b| AbortedTransaction::decode(b, version))?;
+            this.aborted_transactions = get_nullable_struct_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b, slot: &mut AbortedTransaction| AbortedTransaction::decode_into(slot, b, version))?;
         }
         if version >= 11 {
             this.preferred_read_replica = get_i32(buf)?;
         }
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -744,7 +801,7 @@ impl Decode for PartitionData {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -858,7 +915,7 @@ impl PartitionData {
             this.snapshot_id = SnapshotId::sample(g, version);
         }
         if version >= 4 {
-            this.aborted_transactions = if g.chance(4) { None } else { Some((0..g.array_len()).map(|_| AbortedTransaction::sample(g, version)).collect::<Vec<_>>()) };
+            this.aborted_transactions = if g.chance(4) { None } else { Some((0..g.array_len()).map(|_| AbortedTransaction::sample(g, version)).collect()) };
         }
         if version >= 11 {
             this.preferred_read_replica = g.i32();
@@ -922,23 +979,32 @@ impl FetchableTopicResponse {
 
 impl Decode for FetchableTopicResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FetchableTopicResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version <= 12 {
             this.topic = get_string(buf, flexible, "topic")?;
         }
         if version >= 13 {
             this.topic_id = get_uuid(buf)?;
         }
-        this.partitions = get_array(buf, flexible, PartitionData::min_len(version), "partitions", |b| PartitionData::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, PartitionData::min_len(version), "partitions", |b, slot: &mut PartitionData| PartitionData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -954,11 +1020,7 @@ impl Encode for FetchableTopicResponse {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -978,7 +1040,7 @@ impl FetchableTopicResponse {
         if version >= 13 {
             this.topic_id = g.uuid();
         }
-        this.partitions = (0..g.array_len()).map(|_| PartitionData::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| PartitionData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -1047,8 +1109,17 @@ impl NodeEndpoint {
 
 impl Decode for NodeEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 12;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl NodeEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
         if version >= 16 {
             this.node_id = get_i32(buf)?;
         }
@@ -1062,13 +1133,13 @@ impl Decode for NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -1096,11 +1167,7 @@ impl Encode for NodeEndpoint {
                 return Err(EncodeError::FieldNotInVersion { field: "rack", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

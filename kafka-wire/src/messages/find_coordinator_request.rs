@@ -71,8 +71,17 @@ impl Decode for FindCoordinatorRequest {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 10, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FindCoordinatorRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version <= 3 {
             this.key = get_string(buf, flexible, "key")?;
         }
@@ -83,13 +92,13 @@ impl Decode for FindCoordinatorRequest {
             this.coordinator_keys = get_array(buf, flexible, if flexible { 1 } else { 2 }, "coordinator_keys", |b| get_string(b, flexible, "coordinator_keys"))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -116,11 +125,7 @@ impl Encode for FindCoordinatorRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "coordinator_keys", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -148,7 +153,7 @@ impl FindCoordinatorRequest {
             this.key_type = g.i8();
         }
         if version >= 4 {
-            this.coordinator_keys = (0..g.array_len()).map(|_| g.string()).collect::<Vec<_>>();
+            this.coordinator_keys = (0..g.array_len()).map(|_| g.string()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

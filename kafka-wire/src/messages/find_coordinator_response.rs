@@ -103,8 +103,17 @@ impl Decode for FindCoordinatorResponse {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 10, version });
         }
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl FindCoordinatorResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
@@ -124,16 +133,16 @@ impl Decode for FindCoordinatorResponse {
             this.port = get_i32(buf)?;
         }
         if version >= 4 {
-            this.coordinators = get_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b| Coordinator::decode(b, version))?;
+            this.coordinators = get_struct_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b, slot: &mut Coordinator| Coordinator::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -176,11 +185,7 @@ impl Encode for FindCoordinatorResponse {
                 return Err(EncodeError::FieldNotInVersion { field: "coordinators", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -220,7 +225,7 @@ impl FindCoordinatorResponse {
             this.port = g.i32();
         }
         if version >= 4 {
-            this.coordinators = (0..g.array_len()).map(|_| Coordinator::sample(g, version)).collect::<Vec<_>>();
+            this.coordinators = (0..g.array_len()).map(|_| Coordinator::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -306,8 +311,17 @@ impl Coordinator {
 
 impl Decode for Coordinator {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 3;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl Coordinator {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
         if version >= 4 {
             this.key = get_string(buf, flexible, "key")?;
         }
@@ -327,13 +341,13 @@ impl Decode for Coordinator {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -369,11 +383,7 @@ impl Encode for Coordinator {
             put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

@@ -75,8 +75,17 @@ impl Decode for InitProducerIdRequest {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 22, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl InitProducerIdRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         this.transaction_timeout_ms = get_i32(buf)?;
         if version >= 3 {
@@ -86,13 +95,13 @@ impl Decode for InitProducerIdRequest {
             this.producer_epoch = get_i16(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -115,11 +124,7 @@ impl Encode for InitProducerIdRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "producer_epoch", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

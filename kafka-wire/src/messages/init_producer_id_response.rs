@@ -71,20 +71,40 @@ impl Decode for InitProducerIdResponse {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 22, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
-        this.throttle_time_ms = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
-        this.producer_id = get_i64(buf)?;
-        this.producer_epoch = get_i16(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl InitProducerIdResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        {
+            let c = buf.chunk();
+            if c.len() >= 16 {
+                this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                this.producer_id = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                this.producer_epoch = i16::from_be_bytes([c[14], c[15]]);
+                buf.advance(16);
+            } else {
+                this.throttle_time_ms = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+                this.producer_id = get_i64(buf)?;
+                this.producer_epoch = get_i16(buf)?;
+            }
+        }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -99,11 +119,7 @@ impl Encode for InitProducerIdResponse {
         w.write_i64(self.producer_id);
         w.write_i16(self.producer_epoch);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

@@ -105,8 +105,17 @@ impl Decode for LeaderAndIsrRequest {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 4, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.controller_id = get_i32(buf)?;
         if version >= 7 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -119,20 +128,20 @@ impl Decode for LeaderAndIsrRequest {
             this.type_ = get_i8(buf)?;
         }
         if version <= 1 {
-            this.ungrouped_partition_states = get_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b| LeaderAndIsrPartitionState::decode(b, version))?;
+            this.ungrouped_partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if version >= 2 {
-            this.topic_states = get_array(buf, flexible, LeaderAndIsrTopicState::min_len(version), "topic_states", |b| LeaderAndIsrTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, LeaderAndIsrTopicState::min_len(version), "topic_states", |b, slot: &mut LeaderAndIsrTopicState| LeaderAndIsrTopicState::decode_into(slot, b, version))?;
         }
-        this.live_leaders = get_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b| LeaderAndIsrLiveLeader::decode(b, version))?;
+        this.live_leaders = get_struct_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b, slot: &mut LeaderAndIsrLiveLeader| LeaderAndIsrLiveLeader::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -172,11 +181,7 @@ impl Encode for LeaderAndIsrRequest {
         put_array_len(w, Some(self.live_leaders.len()), flexible, "live_leaders")?;
         for e in &self.live_leaders { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -209,12 +214,12 @@ impl LeaderAndIsrRequest {
             this.type_ = g.i8();
         }
         if version <= 1 {
-            this.ungrouped_partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect();
         }
         if version >= 2 {
-            this.topic_states = (0..g.array_len()).map(|_| LeaderAndIsrTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| LeaderAndIsrTopicState::sample(g, version)).collect();
         }
-        this.live_leaders = (0..g.array_len()).map(|_| LeaderAndIsrLiveLeader::sample(g, version)).collect::<Vec<_>>();
+        this.live_leaders = (0..g.array_len()).map(|_| LeaderAndIsrLiveLeader::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -275,8 +280,17 @@ impl LeaderAndIsrTopicState {
 
 impl Decode for LeaderAndIsrTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 2 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -284,16 +298,16 @@ impl Decode for LeaderAndIsrTopicState {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 2 {
-            this.partition_states = get_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b| LeaderAndIsrPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -315,11 +329,7 @@ impl Encode for LeaderAndIsrTopicState {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -340,7 +350,7 @@ impl LeaderAndIsrTopicState {
             this.topic_id = g.uuid();
         }
         if version >= 2 {
-            this.partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| LeaderAndIsrPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -396,19 +406,28 @@ impl LeaderAndIsrLiveLeader {
 
 impl Decode for LeaderAndIsrLiveLeader {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrLiveLeader {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.broker_id = get_i32(buf)?;
         this.host_name = get_string(buf, flexible, "host_name")?;
         this.port = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -419,11 +438,7 @@ impl Encode for LeaderAndIsrLiveLeader {
         put_string(w, &self.host_name, flexible, "host_name")?;
         w.write_i32(self.port);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -473,7 +488,7 @@ pub struct LeaderAndIsrPartitionState {
     /// The in-sync replica IDs.
     ///
     /// Versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: Int32Array,
     /// The current epoch for the partition. The epoch is a monotonically increasing value which is incremented after every partition change. (Since the LeaderAndIsr request is only used by the legacy controller, this corresponds to the zkVersion)
     ///
     /// Versions 0+.
@@ -481,15 +496,15 @@ pub struct LeaderAndIsrPartitionState {
     /// The replica IDs.
     ///
     /// Versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: Int32Array,
     /// The replica IDs that we are adding this partition to, or null if no replicas are being added.
     ///
     /// Versions 3+, ignorable.
-    pub adding_replicas: Vec<i32>,
+    pub adding_replicas: Int32Array,
     /// The replica IDs that we are removing this partition from, or null if no replicas are being removed.
     ///
     /// Versions 3+, ignorable.
-    pub removing_replicas: Vec<i32>,
+    pub removing_replicas: Int32Array,
     /// Whether the replica should have existed on the broker or not.
     ///
     /// Versions 1+, ignorable.
@@ -510,11 +525,11 @@ impl Default for LeaderAndIsrPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: Int32Array::new(),
             partition_epoch: 0,
-            replicas: Vec::new(),
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
+            replicas: Int32Array::new(),
+            adding_replicas: Int32Array::new(),
+            removing_replicas: Int32Array::new(),
             is_new: false,
             leader_recovery_state: 0,
             unknown_tagged_fields: Vec::new(),
@@ -558,23 +573,43 @@ impl LeaderAndIsrPartitionState {
 
 impl Decode for LeaderAndIsrPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version <= 1 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        this.partition_index = get_i32(buf)?;
-        this.controller_epoch = get_i32(buf)?;
-        this.leader = get_i32(buf)?;
-        this.leader_epoch = get_i32(buf)?;
-        this.isr = get_array(buf, flexible, 4, "isr", get_i32)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 16 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                buf.advance(16);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.controller_epoch = get_i32(buf)?;
+                this.leader = get_i32(buf)?;
+                this.leader_epoch = get_i32(buf)?;
+            }
+        }
+        this.isr = get_int32_array(buf, flexible, "isr")?;
         this.partition_epoch = get_i32(buf)?;
-        this.replicas = get_array(buf, flexible, 4, "replicas", get_i32)?;
+        this.replicas = get_int32_array(buf, flexible, "replicas")?;
         if version >= 3 {
-            this.adding_replicas = get_array(buf, flexible, 4, "adding_replicas", get_i32)?;
+            this.adding_replicas = get_int32_array(buf, flexible, "adding_replicas")?;
         }
         if version >= 3 {
-            this.removing_replicas = get_array(buf, flexible, 4, "removing_replicas", get_i32)?;
+            this.removing_replicas = get_int32_array(buf, flexible, "removing_replicas")?;
         }
         if version >= 1 {
             this.is_new = get_bool(buf)?;
@@ -583,13 +618,13 @@ impl Decode for LeaderAndIsrPartitionState {
             this.leader_recovery_state = get_i8(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -603,18 +638,14 @@ impl Encode for LeaderAndIsrPartitionState {
         w.write_i32(self.controller_epoch);
         w.write_i32(self.leader);
         w.write_i32(self.leader_epoch);
-        put_array_len(w, Some(self.isr.len()), flexible, "isr")?;
-        for e in &self.isr { w.write_i32(*e); }
+        put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.partition_epoch);
-        put_array_len(w, Some(self.replicas.len()), flexible, "replicas")?;
-        for e in &self.replicas { w.write_i32(*e); }
+        put_int32_array(w, &self.replicas, flexible, "replicas")?;
         if version >= 3 {
-            put_array_len(w, Some(self.adding_replicas.len()), flexible, "adding_replicas")?;
-            for e in &self.adding_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.adding_replicas, flexible, "adding_replicas")?;
         }
         if version >= 3 {
-            put_array_len(w, Some(self.removing_replicas.len()), flexible, "removing_replicas")?;
-            for e in &self.removing_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.removing_replicas, flexible, "removing_replicas")?;
         }
         if version >= 1 {
             put_bool(w, self.is_new);
@@ -625,11 +656,7 @@ impl Encode for LeaderAndIsrPartitionState {
                 return Err(EncodeError::FieldNotInVersion { field: "leader_recovery_state", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -650,14 +677,14 @@ impl LeaderAndIsrPartitionState {
         this.controller_epoch = g.i32();
         this.leader = g.i32();
         this.leader_epoch = g.i32();
-        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect();
         this.partition_epoch = g.i32();
-        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 3 {
-            this.adding_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.adding_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if version >= 3 {
-            this.removing_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.removing_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if version >= 1 {
             this.is_new = g.bool();

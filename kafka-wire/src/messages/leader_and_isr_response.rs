@@ -69,23 +69,32 @@ impl Decode for LeaderAndIsrResponse {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 4, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.error_code = get_i16(buf)?;
         if version <= 4 {
-            this.partition_errors = get_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b| LeaderAndIsrPartitionError::decode(b, version))?;
+            this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if version >= 5 {
-            this.topics = get_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b| LeaderAndIsrTopicError::decode(b, version))?;
+            this.topics = get_struct_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b, slot: &mut LeaderAndIsrTopicError| LeaderAndIsrTopicError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -109,11 +118,7 @@ impl Encode for LeaderAndIsrResponse {
                 return Err(EncodeError::FieldNotInVersion { field: "topics", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -136,10 +141,10 @@ impl LeaderAndIsrResponse {
         let mut this = Self::default();
         this.error_code = g.i16();
         if version <= 4 {
-            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect();
         }
         if version >= 5 {
-            this.topics = (0..g.array_len()).map(|_| LeaderAndIsrTopicError::sample(g, version)).collect::<Vec<_>>();
+            this.topics = (0..g.array_len()).map(|_| LeaderAndIsrTopicError::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -193,22 +198,31 @@ impl LeaderAndIsrTopicError {
 
 impl Decode for LeaderAndIsrTopicError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrTopicError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 5 {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 5 {
-            this.partition_errors = get_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b| LeaderAndIsrPartitionError::decode(b, version))?;
+            this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -227,11 +241,7 @@ impl Encode for LeaderAndIsrTopicError {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_errors", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -249,7 +259,7 @@ impl LeaderAndIsrTopicError {
             this.topic_id = g.uuid();
         }
         if version >= 5 {
-            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect::<Vec<_>>();
+            this.partition_errors = (0..g.array_len()).map(|_| LeaderAndIsrPartitionError::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -307,21 +317,39 @@ impl LeaderAndIsrPartitionError {
 
 impl Decode for LeaderAndIsrPartitionError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderAndIsrPartitionError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+            }
+        }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -334,11 +362,7 @@ impl Encode for LeaderAndIsrPartitionError {
         w.write_i32(self.partition_index);
         w.write_i16(self.error_code);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

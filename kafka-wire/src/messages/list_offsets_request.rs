@@ -75,24 +75,33 @@ impl Decode for ListOffsetsRequest {
         if !(0..=10).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 2, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.replica_id = get_i32(buf)?;
         if version >= 2 {
             this.isolation_level = get_i8(buf)?;
         }
-        this.topics = get_array(buf, flexible, ListOffsetsTopic::min_len(version), "topics", |b| ListOffsetsTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, ListOffsetsTopic::min_len(version), "topics", |b, slot: &mut ListOffsetsTopic| ListOffsetsTopic::decode_into(slot, b, version))?;
         if version >= 10 {
             this.timeout_ms = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -114,11 +123,7 @@ impl Encode for ListOffsetsRequest {
             w.write_i32(self.timeout_ms);
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -143,7 +148,7 @@ impl ListOffsetsRequest {
         if version >= 2 {
             this.isolation_level = g.i8();
         }
-        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopic::sample(g, version)).collect();
         if version >= 10 {
             this.timeout_ms = g.i32();
         }
@@ -211,8 +216,17 @@ impl ListOffsetsPartition {
 
 impl Decode for ListOffsetsPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.partition_index = get_i32(buf)?;
         if version >= 4 {
             this.current_leader_epoch = get_i32(buf)?;
@@ -222,13 +236,13 @@ impl Decode for ListOffsetsPartition {
             this.max_num_offsets = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -246,11 +260,7 @@ impl Encode for ListOffsetsPartition {
                 return Err(EncodeError::FieldNotInVersion { field: "max_num_offsets", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -320,18 +330,27 @@ impl ListOffsetsTopic {
 
 impl Decode for ListOffsetsTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.name = get_string(buf, flexible, "name")?;
-        this.partitions = get_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b| ListOffsetsPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartition| ListOffsetsPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -342,11 +361,7 @@ impl Encode for ListOffsetsTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -361,7 +376,7 @@ impl ListOffsetsTopic {
         let flexible = version >= 6;
         let mut this = Self::default();
         this.name = g.string();
-        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

@@ -61,20 +61,29 @@ impl Decode for ListOffsetsResponse {
         if !(0..=10).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 2, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 2 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b| ListOffsetsTopicResponse::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b, slot: &mut ListOffsetsTopicResponse| ListOffsetsTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -90,11 +99,7 @@ impl Encode for ListOffsetsResponse {
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -118,7 +123,7 @@ impl ListOffsetsResponse {
         if version >= 2 {
             this.throttle_time_ms = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopicResponse::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| ListOffsetsTopicResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -199,10 +204,28 @@ impl ListOffsetsPartitionResponse {
 
 impl Decode for ListOffsetsPartitionResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsPartitionResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+            }
+        }
         if version <= 0 {
             this.old_style_offsets = get_array(buf, flexible, 8, "old_style_offsets", get_i64)?;
         }
@@ -216,13 +239,13 @@ impl Decode for ListOffsetsPartitionResponse {
             this.leader_epoch = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -253,11 +276,7 @@ impl Encode for ListOffsetsPartitionResponse {
                 return Err(EncodeError::FieldNotInVersion { field: "leader_epoch", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -274,7 +293,7 @@ impl ListOffsetsPartitionResponse {
         this.partition_index = g.i32();
         this.error_code = g.i16();
         if version <= 0 {
-            this.old_style_offsets = (0..g.array_len()).map(|_| g.i64()).collect::<Vec<_>>();
+            this.old_style_offsets = (0..g.array_len()).map(|_| g.i64()).collect();
         }
         if version >= 1 {
             this.timestamp = g.i64();
@@ -333,18 +352,27 @@ impl ListOffsetsTopicResponse {
 
 impl Decode for ListOffsetsTopicResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ListOffsetsTopicResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.name = get_string(buf, flexible, "name")?;
-        this.partitions = get_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b| ListOffsetsPartitionResponse::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartitionResponse| ListOffsetsPartitionResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -355,11 +383,7 @@ impl Encode for ListOffsetsTopicResponse {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -374,7 +398,7 @@ impl ListOffsetsTopicResponse {
         let flexible = version >= 6;
         let mut this = Self::default();
         this.name = g.string();
-        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartitionResponse::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| ListOffsetsPartitionResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

@@ -77,9 +77,18 @@ impl Decode for MetadataRequest {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 3, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.topics = if version >= 1 { get_nullable_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b| MetadataRequestTopic::decode(b, version))? } else { Some(get_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b| MetadataRequestTopic::decode(b, version))?) };
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        this.topics = if version >= 1 { get_nullable_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))? } else { Some(get_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))?) };
         if version >= 4 {
             this.allow_auto_topic_creation = get_bool(buf)?;
         }
@@ -90,13 +99,13 @@ impl Decode for MetadataRequest {
             this.include_topic_authorized_operations = get_bool(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -130,11 +139,7 @@ impl Encode for MetadataRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "include_topic_authorized_operations", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -155,7 +160,7 @@ impl MetadataRequest {
     pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
         let flexible = version >= 9;
         let mut this = Self::default();
-        this.topics = if (version >= 1) && g.chance(4) { None } else { Some((0..g.array_len()).map(|_| MetadataRequestTopic::sample(g, version)).collect::<Vec<_>>()) };
+        this.topics = if (version >= 1) && g.chance(4) { None } else { Some((0..g.array_len()).map(|_| MetadataRequestTopic::sample(g, version)).collect()) };
         if version >= 4 {
             this.allow_auto_topic_creation = g.bool();
         }
@@ -215,20 +220,29 @@ impl MetadataRequestTopic {
 
 impl Decode for MetadataRequestTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataRequestTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.topic_id = get_uuid(buf)?;
         }
         this.name = if version >= 10 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -241,11 +255,7 @@ impl Encode for MetadataRequestTopic {
         if self.name.is_none() && version < 10 { return Err(EncodeError::NullNotAllowed { field: "name", version }); }
         put_nullable_string(w, self.name.as_deref(), flexible, "name")?;
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

@@ -91,30 +91,39 @@ impl Decode for MetadataResponse {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 3, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 3 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.brokers = get_array(buf, flexible, MetadataResponseBroker::min_len(version), "brokers", |b| MetadataResponseBroker::decode(b, version))?;
+        this.brokers = get_struct_array(buf, flexible, MetadataResponseBroker::min_len(version), "brokers", |b, slot: &mut MetadataResponseBroker| MetadataResponseBroker::decode_into(slot, b, version))?;
         if version >= 2 {
             this.cluster_id = get_nullable_string(buf, flexible, "cluster_id")?;
         }
         if version >= 1 {
             this.controller_id = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b| MetadataResponseTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b, slot: &mut MetadataResponseTopic| MetadataResponseTopic::decode_into(slot, b, version))?;
         if (8..=10).contains(&version) {
             this.cluster_authorized_operations = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -143,11 +152,7 @@ impl Encode for MetadataResponse {
                 return Err(EncodeError::FieldNotInVersion { field: "cluster_authorized_operations", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -171,14 +176,14 @@ impl MetadataResponse {
         if version >= 3 {
             this.throttle_time_ms = g.i32();
         }
-        this.brokers = (0..g.array_len()).map(|_| MetadataResponseBroker::sample(g, version)).collect::<Vec<_>>();
+        this.brokers = (0..g.array_len()).map(|_| MetadataResponseBroker::sample(g, version)).collect();
         if version >= 2 {
             this.cluster_id = if g.chance(4) { None } else { Some(g.string()) };
         }
         if version >= 1 {
             this.controller_id = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| MetadataResponseTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| MetadataResponseTopic::sample(g, version)).collect();
         if (8..=10).contains(&version) {
             this.cluster_authorized_operations = g.i32();
         }
@@ -244,8 +249,17 @@ impl MetadataResponseBroker {
 
 impl Decode for MetadataResponseBroker {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponseBroker {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.node_id = get_i32(buf)?;
         this.host = get_string(buf, flexible, "host")?;
         this.port = get_i32(buf)?;
@@ -253,13 +267,13 @@ impl Decode for MetadataResponseBroker {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -273,11 +287,7 @@ impl Encode for MetadataResponseBroker {
             put_nullable_string(w, self.rack.as_deref(), flexible, "rack")?;
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -326,15 +336,15 @@ pub struct MetadataResponsePartition {
     /// The set of all nodes that host this partition.
     ///
     /// Versions 0+.
-    pub replica_nodes: Vec<i32>,
+    pub replica_nodes: Int32Array,
     /// The set of nodes that are in sync with the leader for this partition.
     ///
     /// Versions 0+.
-    pub isr_nodes: Vec<i32>,
+    pub isr_nodes: Int32Array,
     /// The set of offline replicas of this partition.
     ///
     /// Versions 5+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -346,9 +356,9 @@ impl Default for MetadataResponsePartition {
             partition_index: 0,
             leader_id: 0,
             leader_epoch: -1,
-            replica_nodes: Vec::new(),
-            isr_nodes: Vec::new(),
-            offline_replicas: Vec::new(),
+            replica_nodes: Int32Array::new(),
+            isr_nodes: Int32Array::new(),
+            offline_replicas: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -379,27 +389,46 @@ impl MetadataResponsePartition {
 
 impl Decode for MetadataResponsePartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.error_code = get_i16(buf)?;
-        this.partition_index = get_i32(buf)?;
-        this.leader_id = get_i32(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponsePartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        {
+            let c = buf.chunk();
+            if c.len() >= 10 {
+                this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                this.partition_index = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                this.leader_id = i32::from_be_bytes([c[6], c[7], c[8], c[9]]);
+                buf.advance(10);
+            } else {
+                this.error_code = get_i16(buf)?;
+                this.partition_index = get_i32(buf)?;
+                this.leader_id = get_i32(buf)?;
+            }
+        }
         if version >= 7 {
             this.leader_epoch = get_i32(buf)?;
         }
-        this.replica_nodes = get_array(buf, flexible, 4, "replica_nodes", get_i32)?;
-        this.isr_nodes = get_array(buf, flexible, 4, "isr_nodes", get_i32)?;
+        this.replica_nodes = get_int32_array(buf, flexible, "replica_nodes")?;
+        this.isr_nodes = get_int32_array(buf, flexible, "isr_nodes")?;
         if version >= 5 {
-            this.offline_replicas = get_array(buf, flexible, 4, "offline_replicas", get_i32)?;
+            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -412,20 +441,13 @@ impl Encode for MetadataResponsePartition {
         if version >= 7 {
             w.write_i32(self.leader_epoch);
         }
-        put_array_len(w, Some(self.replica_nodes.len()), flexible, "replica_nodes")?;
-        for e in &self.replica_nodes { w.write_i32(*e); }
-        put_array_len(w, Some(self.isr_nodes.len()), flexible, "isr_nodes")?;
-        for e in &self.isr_nodes { w.write_i32(*e); }
+        put_int32_array(w, &self.replica_nodes, flexible, "replica_nodes")?;
+        put_int32_array(w, &self.isr_nodes, flexible, "isr_nodes")?;
         if version >= 5 {
-            put_array_len(w, Some(self.offline_replicas.len()), flexible, "offline_replicas")?;
-            for e in &self.offline_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.offline_replicas, flexible, "offline_replicas")?;
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -445,10 +467,10 @@ impl MetadataResponsePartition {
         if version >= 7 {
             this.leader_epoch = g.i32();
         }
-        this.replica_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
-        this.isr_nodes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replica_nodes = (0..g.array_len()).map(|_| g.i32()).collect();
+        this.isr_nodes = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 5 {
-            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -528,8 +550,17 @@ impl MetadataResponseTopic {
 
 impl Decode for MetadataResponseTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl MetadataResponseTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.error_code = get_i16(buf)?;
         this.name = if version >= 12 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
         if version >= 10 {
@@ -538,18 +569,18 @@ impl Decode for MetadataResponseTopic {
         if version >= 1 {
             this.is_internal = get_bool(buf)?;
         }
-        this.partitions = get_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b| MetadataResponsePartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b, slot: &mut MetadataResponsePartition| MetadataResponsePartition::decode_into(slot, b, version))?;
         if version >= 8 {
             this.topic_authorized_operations = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -573,11 +604,7 @@ impl Encode for MetadataResponseTopic {
                 return Err(EncodeError::FieldNotInVersion { field: "topic_authorized_operations", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -599,7 +626,7 @@ impl MetadataResponseTopic {
         if version >= 1 {
             this.is_internal = g.bool();
         }
-        this.partitions = (0..g.array_len()).map(|_| MetadataResponsePartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| MetadataResponsePartition::sample(g, version)).collect();
         if version >= 8 {
             this.topic_authorized_operations = g.i32();
         }

@@ -61,20 +61,29 @@ impl Decode for OffsetForLeaderEpochRequest {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 23, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderEpochRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 3 {
             this.replica_id = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b| OffsetForLeaderTopic::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopic| OffsetForLeaderTopic::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -90,11 +99,7 @@ impl Encode for OffsetForLeaderEpochRequest {
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -118,7 +123,7 @@ impl OffsetForLeaderEpochRequest {
         if version >= 3 {
             this.replica_id = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopic::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopic::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -175,21 +180,30 @@ impl OffsetForLeaderPartition {
 
 impl Decode for OffsetForLeaderPartition {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderPartition {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.partition = get_i32(buf)?;
         if version >= 2 {
             this.current_leader_epoch = get_i32(buf)?;
         }
         this.leader_epoch = get_i32(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -202,11 +216,7 @@ impl Encode for OffsetForLeaderPartition {
         }
         w.write_i32(self.leader_epoch);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -273,18 +283,27 @@ impl OffsetForLeaderTopic {
 
 impl Decode for OffsetForLeaderTopic {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderTopic {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b| OffsetForLeaderPartition::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b, slot: &mut OffsetForLeaderPartition| OffsetForLeaderPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -295,11 +314,7 @@ impl Encode for OffsetForLeaderTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -314,7 +329,7 @@ impl OffsetForLeaderTopic {
         let flexible = version >= 4;
         let mut this = Self::default();
         this.topic = g.string();
-        this.partitions = (0..g.array_len()).map(|_| OffsetForLeaderPartition::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| OffsetForLeaderPartition::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

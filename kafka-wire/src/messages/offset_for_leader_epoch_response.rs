@@ -61,20 +61,29 @@ impl Decode for OffsetForLeaderEpochResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 23, version });
         }
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderEpochResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         if version >= 2 {
             this.throttle_time_ms = get_i32(buf)?;
         }
-        this.topics = get_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b| OffsetForLeaderTopicResult::decode(b, version))?;
+        this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopicResult| OffsetForLeaderTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -90,11 +99,7 @@ impl Encode for OffsetForLeaderEpochResponse {
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -118,7 +123,7 @@ impl OffsetForLeaderEpochResponse {
         if version >= 2 {
             this.throttle_time_ms = g.i32();
         }
-        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopicResult::sample(g, version)).collect::<Vec<_>>();
+        this.topics = (0..g.array_len()).map(|_| OffsetForLeaderTopicResult::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -181,22 +186,40 @@ impl EpochEndOffset {
 
 impl Decode for EpochEndOffset {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
-        this.error_code = get_i16(buf)?;
-        this.partition = get_i32(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl EpochEndOffset {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                this.partition = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.error_code = get_i16(buf)?;
+                this.partition = get_i32(buf)?;
+            }
+        }
         if version >= 1 {
             this.leader_epoch = get_i32(buf)?;
         }
         this.end_offset = get_i64(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -210,11 +233,7 @@ impl Encode for EpochEndOffset {
         }
         w.write_i64(self.end_offset);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -282,18 +301,27 @@ impl OffsetForLeaderTopicResult {
 
 impl Decode for OffsetForLeaderTopicResult {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 4;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl OffsetForLeaderTopicResult {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b| EpochEndOffset::decode(b, version))?;
+        this.partitions = get_struct_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b, slot: &mut EpochEndOffset| EpochEndOffset::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -304,11 +332,7 @@ impl Encode for OffsetForLeaderTopicResult {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         for e in &self.partitions { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -323,7 +347,7 @@ impl OffsetForLeaderTopicResult {
         let flexible = version >= 4;
         let mut this = Self::default();
         this.topic = g.string();
-        this.partitions = (0..g.array_len()).map(|_| EpochEndOffset::sample(g, version)).collect::<Vec<_>>();
+        this.partitions = (0..g.array_len()).map(|_| EpochEndOffset::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

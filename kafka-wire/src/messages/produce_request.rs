@@ -73,22 +73,40 @@ impl Decode for ProduceRequest {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 0, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ProduceRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
-        this.acks = get_i16(buf)?;
-        this.timeout_ms = get_i32(buf)?;
-        this.topic_data = get_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b| TopicProduceData::decode(b, version))?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.acks = i16::from_be_bytes([c[0], c[1]]);
+                this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.acks = get_i16(buf)?;
+                this.timeout_ms = get_i32(buf)?;
+            }
+        }
+        this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -108,11 +126,7 @@ impl Encode for ProduceRequest {
         put_array_len(w, Some(self.topic_data.len()), flexible, "topic_data")?;
         for e in &self.topic_data { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -138,7 +152,7 @@ impl ProduceRequest {
         }
         this.acks = g.i16();
         this.timeout_ms = g.i32();
-        this.topic_data = (0..g.array_len()).map(|_| TopicProduceData::sample(g, version)).collect::<Vec<_>>();
+        this.topic_data = (0..g.array_len()).map(|_| TopicProduceData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -187,18 +201,27 @@ impl PartitionProduceData {
 
 impl Decode for PartitionProduceData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionProduceData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.index = get_i32(buf)?;
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -208,11 +231,7 @@ impl Encode for PartitionProduceData {
         w.write_i32(self.index);
         put_nullable_bytes(w, self.records.as_ref(), flexible, true, "records")?;
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -276,18 +295,27 @@ impl TopicProduceData {
 
 impl Decode for TopicProduceData {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl TopicProduceData {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_data = get_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b| PartitionProduceData::decode(b, version))?;
+        this.partition_data = get_struct_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b, slot: &mut PartitionProduceData| PartitionProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -298,11 +326,7 @@ impl Encode for TopicProduceData {
         put_array_len(w, Some(self.partition_data.len()), flexible, "partition_data")?;
         for e in &self.partition_data { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -317,7 +341,7 @@ impl TopicProduceData {
         let flexible = version >= 9;
         let mut this = Self::default();
         this.name = g.string();
-        this.partition_data = (0..g.array_len()).map(|_| PartitionProduceData::sample(g, version)).collect::<Vec<_>>();
+        this.partition_data = (0..g.array_len()).map(|_| PartitionProduceData::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }

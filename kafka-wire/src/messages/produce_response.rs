@@ -66,25 +66,34 @@ impl Decode for ProduceResponse {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 0, version });
         }
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.responses = get_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b| TopicProduceResponse::decode(b, version))?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl ProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        this.responses = get_struct_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b, slot: &mut TopicProduceResponse| TopicProduceResponse::decode_into(slot, b, version))?;
         if version >= 1 {
             this.throttle_time_ms = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
-                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b| NodeEndpoint::decode(b, version))?))?;
+                        this.node_endpoints = get_tagged(buf, size, |b| Ok(get_struct_array(b, flexible, NodeEndpoint::min_len(version), "node_endpoints", |b, slot: &mut NodeEndpoint| NodeEndpoint::decode_into(slot, b, version))?))?;
                     }
                     _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -142,12 +151,12 @@ impl ProduceResponse {
     pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {
         let flexible = version >= 9;
         let mut this = Self::default();
-        this.responses = (0..g.array_len()).map(|_| TopicProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        this.responses = (0..g.array_len()).map(|_| TopicProduceResponse::sample(g, version)).collect();
         if version >= 1 {
             this.throttle_time_ms = g.i32();
         }
         if version >= 10 && g.chance(2) {
-            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.node_endpoints = (0..g.array_len()).map(|_| NodeEndpoint::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -201,8 +210,17 @@ impl BatchIndexAndErrorMessage {
 
 impl Decode for BatchIndexAndErrorMessage {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl BatchIndexAndErrorMessage {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 8 {
             this.batch_index = get_i32(buf)?;
         }
@@ -210,13 +228,13 @@ impl Decode for BatchIndexAndErrorMessage {
             this.batch_index_error_message = get_nullable_string(buf, flexible, "batch_index_error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -234,11 +252,7 @@ impl Encode for BatchIndexAndErrorMessage {
                 return Err(EncodeError::FieldNotInVersion { field: "batch_index_error_message", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -310,8 +324,17 @@ impl LeaderIdAndEpoch {
 
 impl Decode for LeaderIdAndEpoch {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl LeaderIdAndEpoch {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.leader_id = get_i32(buf)?;
         }
@@ -319,13 +342,13 @@ impl Decode for LeaderIdAndEpoch {
             this.leader_epoch = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -343,11 +366,7 @@ impl Encode for LeaderIdAndEpoch {
                 return Err(EncodeError::FieldNotInVersion { field: "leader_epoch", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -458,11 +477,30 @@ impl PartitionProduceResponse {
 
 impl Decode for PartitionProduceResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
-        this.index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
-        this.base_offset = get_i64(buf)?;
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl PartitionProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        {
+            let c = buf.chunk();
+            if c.len() >= 14 {
+                this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                buf.advance(14);
+            } else {
+                this.index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+                this.base_offset = get_i64(buf)?;
+            }
+        }
         if version >= 2 {
             this.log_append_time_ms = get_i64(buf)?;
         }
@@ -470,13 +508,13 @@ impl Decode for PartitionProduceResponse {
             this.log_start_offset = get_i64(buf)?;
         }
         if version >= 8 {
-            this.record_errors = get_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b| BatchIndexAndErrorMessage::decode(b, version))?;
+            this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
         }
         if version >= 8 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -487,7 +525,7 @@ impl Decode for PartitionProduceResponse {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -554,7 +592,7 @@ impl PartitionProduceResponse {
             this.log_start_offset = g.i64();
         }
         if version >= 8 {
-            this.record_errors = (0..g.array_len()).map(|_| BatchIndexAndErrorMessage::sample(g, version)).collect::<Vec<_>>();
+            this.record_errors = (0..g.array_len()).map(|_| BatchIndexAndErrorMessage::sample(g, version)).collect();
         }
         if version >= 8 {
             this.error_message = if g.chance(4) { None } else { Some(g.string()) };
@@ -610,18 +648,27 @@ impl TopicProduceResponse {
 
 impl Decode for TopicProduceResponse {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl TopicProduceResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_responses = get_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b| PartitionProduceResponse::decode(b, version))?;
+        this.partition_responses = get_struct_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b, slot: &mut PartitionProduceResponse| PartitionProduceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -632,11 +679,7 @@ impl Encode for TopicProduceResponse {
         put_array_len(w, Some(self.partition_responses.len()), flexible, "partition_responses")?;
         for e in &self.partition_responses { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -651,7 +694,7 @@ impl TopicProduceResponse {
         let flexible = version >= 9;
         let mut this = Self::default();
         this.name = g.string();
-        this.partition_responses = (0..g.array_len()).map(|_| PartitionProduceResponse::sample(g, version)).collect::<Vec<_>>();
+        this.partition_responses = (0..g.array_len()).map(|_| PartitionProduceResponse::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -720,8 +763,17 @@ impl NodeEndpoint {
 
 impl Decode for NodeEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 9;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl NodeEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
         if version >= 10 {
             this.node_id = get_i32(buf)?;
         }
@@ -735,13 +787,13 @@ impl Decode for NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -769,11 +821,7 @@ impl Encode for NodeEndpoint {
                 return Err(EncodeError::FieldNotInVersion { field: "rack", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

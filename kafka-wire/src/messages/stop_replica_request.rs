@@ -107,8 +107,17 @@ impl Decode for StopReplicaRequest {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 5, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.controller_id = get_i32(buf)?;
         if version >= 4 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -121,22 +130,22 @@ impl Decode for StopReplicaRequest {
             this.delete_partitions = get_bool(buf)?;
         }
         if version <= 0 {
-            this.ungrouped_partitions = get_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b| StopReplicaPartitionV0::decode(b, version))?;
+            this.ungrouped_partitions = get_struct_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b, slot: &mut StopReplicaPartitionV0| StopReplicaPartitionV0::decode_into(slot, b, version))?;
         }
         if (1..=2).contains(&version) {
-            this.topics = get_array(buf, flexible, StopReplicaTopicV1::min_len(version), "topics", |b| StopReplicaTopicV1::decode(b, version))?;
+            this.topics = get_struct_array(buf, flexible, StopReplicaTopicV1::min_len(version), "topics", |b, slot: &mut StopReplicaTopicV1| StopReplicaTopicV1::decode_into(slot, b, version))?;
         }
         if version >= 3 {
-            this.topic_states = get_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b| StopReplicaTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b, slot: &mut StopReplicaTopicState| StopReplicaTopicState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -180,11 +189,7 @@ impl Encode for StopReplicaRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "topic_states", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -217,13 +222,13 @@ impl StopReplicaRequest {
             this.delete_partitions = g.bool();
         }
         if version <= 0 {
-            this.ungrouped_partitions = (0..g.array_len()).map(|_| StopReplicaPartitionV0::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partitions = (0..g.array_len()).map(|_| StopReplicaPartitionV0::sample(g, version)).collect();
         }
         if (1..=2).contains(&version) {
-            this.topics = (0..g.array_len()).map(|_| StopReplicaTopicV1::sample(g, version)).collect::<Vec<_>>();
+            this.topics = (0..g.array_len()).map(|_| StopReplicaTopicV1::sample(g, version)).collect();
         }
         if version >= 3 {
-            this.topic_states = (0..g.array_len()).map(|_| StopReplicaTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| StopReplicaTopicState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -277,8 +282,17 @@ impl StopReplicaPartitionV0 {
 
 impl Decode for StopReplicaPartitionV0 {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionV0 {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version <= 0 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -286,13 +300,13 @@ impl Decode for StopReplicaPartitionV0 {
             this.partition_index = get_i32(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -310,11 +324,7 @@ impl Encode for StopReplicaPartitionV0 {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_index", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -351,7 +361,7 @@ pub struct StopReplicaTopicV1 {
     /// The partition indexes.
     ///
     /// Versions 1-2.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -360,7 +370,7 @@ impl Default for StopReplicaTopicV1 {
     fn default() -> Self {
         Self {
             name: ByteString::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -386,22 +396,31 @@ impl StopReplicaTopicV1 {
 
 impl Decode for StopReplicaTopicV1 {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaTopicV1 {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if (1..=2).contains(&version) {
             this.name = get_string(buf, flexible, "name")?;
         }
         if (1..=2).contains(&version) {
-            this.partition_indexes = get_array(buf, flexible, 4, "partition_indexes", get_i32)?;
+            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -414,17 +433,12 @@ impl Encode for StopReplicaTopicV1 {
                 return Err(EncodeError::FieldNotInVersion { field: "name", version });
             }
         if (1..=2).contains(&version) {
-            put_array_len(w, Some(self.partition_indexes.len()), flexible, "partition_indexes")?;
-            for e in &self.partition_indexes { w.write_i32(*e); }
+            put_int32_array(w, &self.partition_indexes, flexible, "partition_indexes")?;
         } else if !self.partition_indexes.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_indexes", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -442,7 +456,7 @@ impl StopReplicaTopicV1 {
             this.name = g.string();
         }
         if (1..=2).contains(&version) {
-            this.partition_indexes = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.partition_indexes = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -504,8 +518,17 @@ impl StopReplicaPartitionState {
 
 impl Decode for StopReplicaPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version >= 3 {
             this.partition_index = get_i32(buf)?;
         }
@@ -516,13 +539,13 @@ impl Decode for StopReplicaPartitionState {
             this.delete_partition = get_bool(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -545,11 +568,7 @@ impl Encode for StopReplicaPartitionState {
                 return Err(EncodeError::FieldNotInVersion { field: "delete_partition", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -624,22 +643,31 @@ impl StopReplicaTopicState {
 
 impl Decode for StopReplicaTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         if version >= 3 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
         if version >= 3 {
-            this.partition_states = get_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b| StopReplicaPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b, slot: &mut StopReplicaPartitionState| StopReplicaPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -658,11 +686,7 @@ impl Encode for StopReplicaTopicState {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -680,7 +704,7 @@ impl StopReplicaTopicState {
             this.topic_name = g.string();
         }
         if version >= 3 {
-            this.partition_states = (0..g.array_len()).map(|_| StopReplicaPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| StopReplicaPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

@@ -59,18 +59,27 @@ impl Decode for StopReplicaResponse {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 5, version });
         }
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.error_code = get_i16(buf)?;
-        this.partition_errors = get_array(buf, flexible, StopReplicaPartitionError::min_len(version), "partition_errors", |b| StopReplicaPartitionError::decode(b, version))?;
+        this.partition_errors = get_struct_array(buf, flexible, StopReplicaPartitionError::min_len(version), "partition_errors", |b, slot: &mut StopReplicaPartitionError| StopReplicaPartitionError::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -84,11 +93,7 @@ impl Encode for StopReplicaResponse {
         put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
         for e in &self.partition_errors { e.encode(w, version)?; }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -110,7 +115,7 @@ impl StopReplicaResponse {
         let flexible = version >= 2;
         let mut this = Self::default();
         this.error_code = g.i16();
-        this.partition_errors = (0..g.array_len()).map(|_| StopReplicaPartitionError::sample(g, version)).collect::<Vec<_>>();
+        this.partition_errors = (0..g.array_len()).map(|_| StopReplicaPartitionError::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -165,19 +170,37 @@ impl StopReplicaPartitionError {
 
 impl Decode for StopReplicaPartitionError {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 2;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl StopReplicaPartitionError {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
         this.topic_name = get_string(buf, flexible, "topic_name")?;
-        this.partition_index = get_i32(buf)?;
-        this.error_code = get_i16(buf)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 6 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                buf.advance(6);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.error_code = get_i16(buf)?;
+            }
+        }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -188,11 +211,7 @@ impl Encode for StopReplicaPartitionError {
         w.write_i32(self.partition_index);
         w.write_i16(self.error_code);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

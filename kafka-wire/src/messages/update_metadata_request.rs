@@ -102,8 +102,17 @@ impl Decode for UpdateMetadataRequest {
         if !(0..=8).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 6, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataRequest {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.controller_id = get_i32(buf)?;
         if version >= 8 {
             this.is_k_raft_controller = get_bool(buf)?;
@@ -113,14 +122,14 @@ impl Decode for UpdateMetadataRequest {
             this.broker_epoch = get_i64(buf)?;
         }
         if version <= 4 {
-            this.ungrouped_partition_states = get_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b| UpdateMetadataPartitionState::decode(b, version))?;
+            this.ungrouped_partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if version >= 5 {
-            this.topic_states = get_array(buf, flexible, UpdateMetadataTopicState::min_len(version), "topic_states", |b| UpdateMetadataTopicState::decode(b, version))?;
+            this.topic_states = get_struct_array(buf, flexible, UpdateMetadataTopicState::min_len(version), "topic_states", |b, slot: &mut UpdateMetadataTopicState| UpdateMetadataTopicState::decode_into(slot, b, version))?;
         }
-        this.live_brokers = get_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b| UpdateMetadataBroker::decode(b, version))?;
+        this.live_brokers = get_struct_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b, slot: &mut UpdateMetadataBroker| UpdateMetadataBroker::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -131,7 +140,7 @@ impl Decode for UpdateMetadataRequest {
                 }
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -218,12 +227,12 @@ impl UpdateMetadataRequest {
             this.broker_epoch = g.i64();
         }
         if version <= 4 {
-            this.ungrouped_partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.ungrouped_partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect();
         }
         if version >= 5 {
-            this.topic_states = (0..g.array_len()).map(|_| UpdateMetadataTopicState::sample(g, version)).collect::<Vec<_>>();
+            this.topic_states = (0..g.array_len()).map(|_| UpdateMetadataTopicState::sample(g, version)).collect();
         }
-        this.live_brokers = (0..g.array_len()).map(|_| UpdateMetadataBroker::sample(g, version)).collect::<Vec<_>>();
+        this.live_brokers = (0..g.array_len()).map(|_| UpdateMetadataBroker::sample(g, version)).collect();
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
         }
@@ -284,8 +293,17 @@ impl UpdateMetadataTopicState {
 
 impl Decode for UpdateMetadataTopicState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataTopicState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 5 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
@@ -293,16 +311,16 @@ impl Decode for UpdateMetadataTopicState {
             this.topic_id = get_uuid(buf)?;
         }
         if version >= 5 {
-            this.partition_states = get_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b| UpdateMetadataPartitionState::decode(b, version))?;
+            this.partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -324,11 +342,7 @@ impl Encode for UpdateMetadataTopicState {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -349,7 +363,7 @@ impl UpdateMetadataTopicState {
             this.topic_id = g.uuid();
         }
         if version >= 5 {
-            this.partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect::<Vec<_>>();
+            this.partition_states = (0..g.array_len()).map(|_| UpdateMetadataPartitionState::sample(g, version)).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();
@@ -419,8 +433,17 @@ impl UpdateMetadataEndpoint {
 
 impl Decode for UpdateMetadataEndpoint {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataEndpoint {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version >= 1 {
             this.port = get_i32(buf)?;
         }
@@ -434,13 +457,13 @@ impl Decode for UpdateMetadataEndpoint {
             this.security_protocol = get_i16(buf)?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -466,11 +489,7 @@ impl Encode for UpdateMetadataEndpoint {
                 return Err(EncodeError::FieldNotInVersion { field: "security_protocol", version });
             }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -570,8 +589,17 @@ impl UpdateMetadataBroker {
 
 impl Decode for UpdateMetadataBroker {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataBroker {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.id = get_i32(buf)?;
         if version <= 0 {
             this.v0_host = get_string(buf, flexible, "v0_host")?;
@@ -580,19 +608,19 @@ impl Decode for UpdateMetadataBroker {
             this.v0_port = get_i32(buf)?;
         }
         if version >= 1 {
-            this.endpoints = get_array(buf, flexible, UpdateMetadataEndpoint::min_len(version), "endpoints", |b| UpdateMetadataEndpoint::decode(b, version))?;
+            this.endpoints = get_struct_array(buf, flexible, UpdateMetadataEndpoint::min_len(version), "endpoints", |b, slot: &mut UpdateMetadataEndpoint| UpdateMetadataEndpoint::decode_into(slot, b, version))?;
         }
         if version >= 2 {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -614,11 +642,7 @@ impl Encode for UpdateMetadataBroker {
             put_nullable_string(w, self.rack.as_deref(), flexible, "rack")?;
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -640,7 +664,7 @@ impl UpdateMetadataBroker {
             this.v0_port = g.i32();
         }
         if version >= 1 {
-            this.endpoints = (0..g.array_len()).map(|_| UpdateMetadataEndpoint::sample(g, version)).collect::<Vec<_>>();
+            this.endpoints = (0..g.array_len()).map(|_| UpdateMetadataEndpoint::sample(g, version)).collect();
         }
         if version >= 2 {
             this.rack = if g.chance(4) { None } else { Some(g.string()) };
@@ -678,7 +702,7 @@ pub struct UpdateMetadataPartitionState {
     /// The brokers which are in the ISR for this partition.
     ///
     /// Versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: Int32Array,
     /// The Zookeeper version.
     ///
     /// Versions 0+.
@@ -686,11 +710,11 @@ pub struct UpdateMetadataPartitionState {
     /// All the replicas of this partition.
     ///
     /// Versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: Int32Array,
     /// The replicas of this partition which are offline.
     ///
     /// Versions 4+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
     pub unknown_tagged_fields: Vec<RawTaggedField>,
 }
@@ -703,10 +727,10 @@ impl Default for UpdateMetadataPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: Int32Array::new(),
             zk_version: 0,
-            replicas: Vec::new(),
-            offline_replicas: Vec::new(),
+            replicas: Int32Array::new(),
+            offline_replicas: Int32Array::new(),
             unknown_tagged_fields: Vec::new(),
         }
     }
@@ -739,29 +763,49 @@ impl UpdateMetadataPartitionState {
 
 impl Decode for UpdateMetadataPartitionState {
     fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataPartitionState {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        this.partition_index = get_i32(buf)?;
-        this.controller_epoch = get_i32(buf)?;
-        this.leader = get_i32(buf)?;
-        this.leader_epoch = get_i32(buf)?;
-        this.isr = get_array(buf, flexible, 4, "isr", get_i32)?;
+        {
+            let c = buf.chunk();
+            if c.len() >= 16 {
+                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                buf.advance(16);
+            } else {
+                this.partition_index = get_i32(buf)?;
+                this.controller_epoch = get_i32(buf)?;
+                this.leader = get_i32(buf)?;
+                this.leader_epoch = get_i32(buf)?;
+            }
+        }
+        this.isr = get_int32_array(buf, flexible, "isr")?;
         this.zk_version = get_i32(buf)?;
-        this.replicas = get_array(buf, flexible, 4, "replicas", get_i32)?;
+        this.replicas = get_int32_array(buf, flexible, "replicas")?;
         if version >= 4 {
-            this.offline_replicas = get_array(buf, flexible, 4, "offline_replicas", get_i32)?;
+            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
         }
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -775,21 +819,14 @@ impl Encode for UpdateMetadataPartitionState {
         w.write_i32(self.controller_epoch);
         w.write_i32(self.leader);
         w.write_i32(self.leader_epoch);
-        put_array_len(w, Some(self.isr.len()), flexible, "isr")?;
-        for e in &self.isr { w.write_i32(*e); }
+        put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.zk_version);
-        put_array_len(w, Some(self.replicas.len()), flexible, "replicas")?;
-        for e in &self.replicas { w.write_i32(*e); }
+        put_int32_array(w, &self.replicas, flexible, "replicas")?;
         if version >= 4 {
-            put_array_len(w, Some(self.offline_replicas.len()), flexible, "offline_replicas")?;
-            for e in &self.offline_replicas { w.write_i32(*e); }
+            put_int32_array(w, &self.offline_replicas, flexible, "offline_replicas")?;
         }
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }
@@ -810,11 +847,11 @@ impl UpdateMetadataPartitionState {
         this.controller_epoch = g.i32();
         this.leader = g.i32();
         this.leader_epoch = g.i32();
-        this.isr = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.isr = (0..g.array_len()).map(|_| g.i32()).collect();
         this.zk_version = g.i32();
-        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+        this.replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         if version >= 4 {
-            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect::<Vec<_>>();
+            this.offline_replicas = (0..g.array_len()).map(|_| g.i32()).collect();
         }
         if flexible {
             this.unknown_tagged_fields = g.unknown_tags();

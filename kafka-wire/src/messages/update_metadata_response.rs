@@ -53,17 +53,26 @@ impl Decode for UpdateMetadataResponse {
         if !(0..=8).contains(&version) {
             return Err(DecodeError::UnsupportedVersion { api_key: 6, version });
         }
-        let flexible = version >= 6;
         let mut this = Self::default();
+        Self::decode_into(&mut this, buf, version)?;
+        Ok(this)
+    }
+}
+
+impl UpdateMetadataResponse {
+    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).
+    #[doc(hidden)]
+    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
         this.error_code = get_i16(buf)?;
         if flexible {
-            let n = get_unsigned_varint(buf)?;
+            let n = get_uvarint(buf)?;
             for _ in 0..n {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
-        Ok(this)
+        Ok(())
     }
 }
 
@@ -75,11 +84,7 @@ impl Encode for UpdateMetadataResponse {
         let flexible = version >= 6;
         w.write_i16(self.error_code);
         if flexible {
-            let n = self.unknown_tagged_fields.len();
-            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong { what: "tagged fields", length: n })?;
-            w.write_unsigned_varint(n);
-            let mut next = 0;
-            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
+            put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
             return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
         }

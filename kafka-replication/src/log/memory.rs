@@ -1,0 +1,168 @@
+//! [`MemoryLog`]: a [`LogStorage`] held in memory, for tests, simulations and examples.
+
+use bytes::{Bytes, BytesMut};
+use kafka_wire::records::RecordBatch;
+
+use super::{
+    check_follower_order, learn_epochs, split_batches, stamp_as_leader, LogAppendInfo, LogError,
+    LogStorage,
+};
+use crate::epoch_cache::LeaderEpochCache;
+
+/// A log held in memory: a vector of validated batches and a leader-epoch cache.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryLog {
+    batches: Vec<RecordBatch>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    epochs: LeaderEpochCache,
+    high_watermark_checkpoint: i64,
+}
+
+impl MemoryLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The batches held, oldest first.
+    pub fn batches(&self) -> &[RecordBatch] {
+        &self.batches
+    }
+
+    fn push(&mut self, batches: Vec<RecordBatch>) -> LogAppendInfo {
+        let first_offset = batches
+            .first()
+            .map_or(self.log_end_offset, RecordBatch::base_offset);
+        let mut info = LogAppendInfo {
+            first_offset,
+            last_offset: first_offset,
+            batches: batches.len(),
+            bytes: 0,
+        };
+        for b in batches {
+            info.last_offset = b.last_offset();
+            info.bytes += b.size();
+            self.log_end_offset = b.next_offset();
+            self.batches.push(b);
+        }
+        info
+    }
+}
+
+impl LogStorage for MemoryLog {
+    fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo, LogError> {
+        let batches = stamp_as_leader(records, self.log_end_offset, leader_epoch)?;
+        if leader_epoch >= 0 && self.epochs.latest_epoch() != Some(leader_epoch) {
+            self.epochs.assign(leader_epoch, self.log_end_offset)?;
+        }
+        Ok(self.push(batches))
+    }
+
+    fn append_as_follower(&mut self, records: Bytes) -> Result<LogAppendInfo, LogError> {
+        let batches = split_batches(records)?;
+        check_follower_order(&batches, self.log_end_offset)?;
+        learn_epochs(&mut self.epochs, &batches)?;
+        Ok(self.push(batches))
+    }
+
+    fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<Bytes, LogError> {
+        if offset < self.log_start_offset || offset > self.log_end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset,
+            });
+        }
+        let first = self.batches.partition_point(|b| b.next_offset() <= offset);
+        let mut picked: Vec<&RecordBatch> = Vec::new();
+        let mut size = 0usize;
+        for b in &self.batches[first..] {
+            if b.next_offset() > max_offset {
+                break;
+            }
+            if size + b.size() > max_bytes && !(picked.is_empty() && min_one_batch) {
+                break;
+            }
+            size += b.size();
+            picked.push(b);
+        }
+        Ok(match picked.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.as_bytes().clone(),
+            many => {
+                let mut buf = BytesMut::with_capacity(size);
+                for b in many {
+                    buf.extend_from_slice(b.as_bytes());
+                }
+                buf.freeze()
+            }
+        })
+    }
+
+    fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset >= self.log_end_offset {
+            // An epoch entry without data (a leader that wrote nothing) may still conflict.
+            self.epochs.truncate_from_end(self.log_end_offset);
+            return Ok(());
+        }
+        let keep = self.batches.partition_point(|b| b.last_offset() < offset);
+        self.batches.truncate(keep);
+        self.log_end_offset = self
+            .batches
+            .last()
+            .map_or(self.log_start_offset, RecordBatch::next_offset);
+        self.epochs.truncate_from_end(self.log_end_offset);
+        Ok(())
+    }
+
+    fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epochs
+    }
+
+    fn assign_epoch_start(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
+        self.epochs.assign(epoch, start_offset)?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), LogError> {
+        Ok(())
+    }
+
+    fn checkpoint_high_watermark(&mut self, high_watermark: i64) -> Result<(), LogError> {
+        self.high_watermark_checkpoint = high_watermark;
+        Ok(())
+    }
+
+    fn checkpointed_high_watermark(&self) -> i64 {
+        self.high_watermark_checkpoint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_log_passes_the_conformance_suite() {
+        crate::log::conformance::check_all(&mut MemoryLog::new());
+    }
+}

@@ -1,0 +1,315 @@
+//! Partition logs: the [`LogStorage`] trait a broker's partitions are written through, with an
+//! in-memory implementation ([`MemoryLog`]) and a segmented file log ([`FileLog`]).
+//!
+//! A log holds whole magic-v2 record batches (the `kafka-wire` [`RecordBatch`] view). A leader
+//! append assigns offsets from the log end offset and stamps the leader epoch into every batch
+//! (KIP-101) and records the epoch in the [`LeaderEpochCache`]; a follower append keeps the
+//! leader's offsets and epochs. Reads return whole batches as `Bytes`.
+
+pub mod checkpoint;
+mod file;
+mod memory;
+
+pub use file::{FileLog, FileLogConfig, FlushPolicy};
+pub use memory::MemoryLog;
+
+use bytes::{Bytes, BytesMut};
+use kafka_wire::records::{rewrite_record_set, RecordBatch, RecordBatches};
+use kafka_wire::DecodeError;
+
+use crate::epoch_cache::{EpochCacheError, LeaderEpochCache};
+
+/// What an append wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// Offset of the first record written.
+    pub first_offset: i64,
+    /// Offset of the last record written.
+    pub last_offset: i64,
+    /// Number of batches written.
+    pub batches: usize,
+    /// Number of bytes written.
+    pub bytes: usize,
+}
+
+/// Errors of a log.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The record set is not a sequence of valid batches (bad CRC, bad lengths, partial tail).
+    #[error("invalid record set: {0}")]
+    InvalidRecords(#[from] DecodeError),
+    /// An append with no batch in it.
+    #[error("empty record set")]
+    EmptyRecords,
+    /// A follower append whose offsets do not continue the log.
+    #[error("out-of-order offsets: batch at {base_offset}, log end offset {log_end_offset}")]
+    OutOfOrderOffsets {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The log end offset it had to reach.
+        log_end_offset: i64,
+    },
+    /// A read outside `[log start, log end]` (Kafka's OFFSET_OUT_OF_RANGE).
+    #[error("offset {offset} out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// The log start offset.
+        log_start_offset: i64,
+        /// The log end offset.
+        log_end_offset: i64,
+    },
+    /// An invalid leader-epoch entry.
+    #[error(transparent)]
+    EpochCache(#[from] EpochCacheError),
+    /// A file operation failed.
+    #[error("log I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A partition's log.
+///
+/// Implementations are synchronous: a broker calls them from its request handlers, as Kafka
+/// does; the high-watermark checkpoint lives here too so one object holds a partition's durable
+/// state.
+pub trait LogStorage {
+    /// The first offset still in the log.
+    fn log_start_offset(&self) -> i64;
+
+    /// The offset the next record will get (LEO).
+    fn log_end_offset(&self) -> i64;
+
+    /// Appends `records` as the leader of `leader_epoch`: offsets are assigned from the log
+    /// end offset and the epoch is stamped into every batch (KIP-101).
+    fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo, LogError>;
+
+    /// Appends batches fetched from the leader as they are (offsets and epochs kept); they
+    /// must continue exactly at the log end offset.
+    fn append_as_follower(&mut self, records: Bytes) -> Result<LogAppendInfo, LogError>;
+
+    /// Reads whole batches from the one holding `offset`, up to `max_bytes`, never a batch
+    /// that reaches `max_offset` (the HW for consumers, the LEO for followers). With
+    /// `min_one_batch` the first batch is returned even if larger than `max_bytes` (KIP-74).
+    fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<Bytes, LogError>;
+
+    /// Removes every batch holding an offset ≥ `offset` and the epoch entries starting at or
+    /// after the new end (even when no batch goes: a leader may have assigned an epoch and
+    /// written nothing).
+    fn truncate_to(&mut self, offset: i64) -> Result<(), LogError>;
+
+    /// The leader-epoch cache.
+    fn epoch_cache(&self) -> &LeaderEpochCache;
+
+    /// Records that `epoch` starts at `start_offset` (a new leader does it on election,
+    /// KAFKA-7415) and persists the cache.
+    fn assign_epoch_start(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError>;
+
+    /// Makes everything appended so far durable.
+    fn flush(&mut self) -> Result<(), LogError>;
+
+    /// Persists the high watermark (Kafka's `replication-offset-checkpoint`).
+    fn checkpoint_high_watermark(&mut self, high_watermark: i64) -> Result<(), LogError>;
+
+    /// The last persisted high watermark (0 if none).
+    fn checkpointed_high_watermark(&self) -> i64;
+}
+
+/// Checks every batch of `records` (CRC included); the set must end on a batch boundary.
+pub(crate) fn split_batches(records: Bytes) -> Result<Vec<RecordBatch>, LogError> {
+    let mut it = RecordBatches::new(records);
+    let mut batches = Vec::new();
+    for b in it.by_ref() {
+        batches.push(b?);
+    }
+    if it.has_partial_tail() {
+        return Err(LogError::InvalidRecords(DecodeError::Truncated {
+            needed: it.remaining().len() + 1,
+            remaining: it.remaining().len(),
+        }));
+    }
+    if batches.is_empty() {
+        return Err(LogError::EmptyRecords);
+    }
+    Ok(batches)
+}
+
+/// Validates `records`, then assigns offsets from `first_offset` and stamps `leader_epoch`.
+pub(crate) fn stamp_as_leader(
+    records: Bytes,
+    first_offset: i64,
+    leader_epoch: i32,
+) -> Result<Vec<RecordBatch>, LogError> {
+    split_batches(records.clone())?;
+    let mut buf = BytesMut::from(&records[..]);
+    rewrite_record_set(&mut buf, first_offset, leader_epoch)?;
+    // The rewritten fields lie outside the CRC: no need to check it again.
+    let mut it = RecordBatches::new(buf.freeze()).without_crc_check();
+    let mut batches = Vec::new();
+    for b in it.by_ref() {
+        batches.push(b?);
+    }
+    Ok(batches)
+}
+
+/// Checks follower batches continue exactly from `log_end_offset`, without gaps (this crate
+/// has no compaction, so a leader's offsets are contiguous; a gap can only be corruption).
+pub(crate) fn check_follower_order(
+    batches: &[RecordBatch],
+    log_end_offset: i64,
+) -> Result<(), LogError> {
+    let mut next = log_end_offset;
+    for b in batches {
+        if b.base_offset() != next || b.last_offset() < b.base_offset() {
+            return Err(LogError::OutOfOrderOffsets {
+                base_offset: b.base_offset(),
+                log_end_offset: next,
+            });
+        }
+        next = b.next_offset();
+    }
+    Ok(())
+}
+
+/// Folds the epochs of appended batches into the cache (a follower learns the leader's
+/// epochs this way); returns whether it changed.
+pub(crate) fn learn_epochs(
+    cache: &mut LeaderEpochCache,
+    batches: &[RecordBatch],
+) -> Result<bool, LogError> {
+    let mut changed = false;
+    for b in batches {
+        let epoch = b.partition_leader_epoch();
+        if epoch >= 0 && cache.latest_epoch().is_none_or(|latest| epoch > latest) {
+            changed |= cache.assign(epoch, b.base_offset())?;
+        }
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! Record sets for tests.
+    use bytes::Bytes;
+    use kafka_wire::records::RecordBatchBuilder;
+
+    /// One batch of `records` small records (base offset 0, no epoch: a producer's batch).
+    pub fn batch(records: usize) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0);
+        for i in 0..records {
+            let value = format!("value-{i}");
+            if let Err(e) = b.append(1_000 + i as i64, None, Some(value.as_bytes()), &[]) {
+                panic!("cannot build a test batch: {e}");
+            }
+        }
+        match b.build() {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("cannot build a test batch: {e}"),
+        }
+    }
+}
+
+/// Conformance checks any [`LogStorage`] implementation must pass; each function panics on a
+/// violation. Run them against a fresh, empty log.
+pub mod conformance {
+    use super::*;
+    use kafka_wire::records::RecordBatchBuilder;
+
+    fn records(n: usize) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0);
+        for i in 0..n {
+            if let Err(e) = b.append(i as i64, None, Some(b"conformance"), &[]) {
+                panic!("building records: {e}");
+            }
+        }
+        match b.build() {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("building records: {e}"),
+        }
+    }
+
+    /// Leader appends assign offsets and epochs; reads return whole batches bounded by
+    /// `max_offset`; truncation drops batches and epoch entries; follower appends keep offsets.
+    pub fn check_all<L: LogStorage>(log: &mut L) {
+        assert_eq!(log.log_end_offset(), 0);
+        let a = log
+            .append_as_leader(records(3), 1)
+            .unwrap_or_else(|e| panic!("append: {e}"));
+        assert_eq!((a.first_offset, a.last_offset), (0, 2));
+        let b = log
+            .append_as_leader(records(2), 2)
+            .unwrap_or_else(|e| panic!("append: {e}"));
+        assert_eq!((b.first_offset, b.last_offset), (3, 4));
+        assert_eq!(log.log_end_offset(), 5);
+        assert_eq!(log.epoch_cache().end_offset_for(1, 5).end_offset, 3);
+
+        let all = log
+            .read(0, 1 << 20, 5, false)
+            .unwrap_or_else(|e| panic!("read: {e}"));
+        let got: Vec<(i64, i32)> = RecordBatches::new(all)
+            .map(|b| b.map(|b| (b.base_offset(), b.partition_leader_epoch())))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("read back: {e}"));
+        assert_eq!(got, vec![(0, 1), (3, 2)]);
+        // A batch that reaches max_offset (e.g. the HW) is not returned.
+        let below_hw = log
+            .read(0, 1 << 20, 4, false)
+            .unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(RecordBatches::new(below_hw).count(), 1);
+        // Reading in the middle of a batch returns the whole batch.
+        let mid = log
+            .read(1, 1 << 20, 5, false)
+            .unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(RecordBatches::new(mid).count(), 2);
+        // max_bytes 1 still returns one batch with min_one_batch, none without.
+        assert_eq!(
+            RecordBatches::new(log.read(0, 1, 5, true).unwrap_or_default()).count(),
+            1
+        );
+        assert!(log.read(0, 1, 5, false).unwrap_or_default().is_empty());
+        assert!(log.read(5, 100, 5, false).unwrap_or_default().is_empty());
+        assert!(matches!(
+            log.read(6, 100, 6, false),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+
+        log.truncate_to(3)
+            .unwrap_or_else(|e| panic!("truncate: {e}"));
+        assert_eq!(log.log_end_offset(), 3);
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(1));
+
+        // A follower append keeps the leader's offsets and learns its epoch.
+        let mut buf = BytesMut::from(&records(4)[..]);
+        rewrite_record_set(&mut buf, 3, 5).unwrap_or_else(|e| panic!("rewrite: {e}"));
+        let f = log
+            .append_as_follower(buf.freeze())
+            .unwrap_or_else(|e| panic!("append: {e}"));
+        assert_eq!((f.first_offset, f.last_offset), (3, 6));
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(5));
+        let mut stale = BytesMut::from(&records(1)[..]);
+        rewrite_record_set(&mut stale, 2, 5).unwrap_or_else(|e| panic!("rewrite: {e}"));
+        assert!(matches!(
+            log.append_as_follower(stale.freeze()),
+            Err(LogError::OutOfOrderOffsets { .. })
+        ));
+        assert!(matches!(
+            log.append_as_leader(Bytes::from_static(b"garbage"), 5),
+            Err(LogError::InvalidRecords(_))
+        ));
+        assert_eq!(log.log_end_offset(), 7, "a rejected append changes nothing");
+
+        log.checkpoint_high_watermark(4)
+            .unwrap_or_else(|e| panic!("checkpoint: {e}"));
+        assert_eq!(log.checkpointed_high_watermark(), 4);
+        log.flush().unwrap_or_else(|e| panic!("flush: {e}"));
+    }
+}

@@ -1,0 +1,511 @@
+//! Tests of [`ReplicaManager`], one per SPEC item K4.1–K4.5 and K8.1–K8.6.
+
+use super::*;
+use crate::log::{test_util::batch, MemoryLog};
+use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_wire::messages::leader_and_isr_request::LeaderAndIsrTopicState;
+use kafka_wire::{Decode, Encode};
+
+fn manager(broker: BrokerId) -> ReplicaManager<MemoryLog> {
+    ReplicaManager::new(
+        broker,
+        PartitionConfig::default(),
+        0,
+        Box::new(|_| Ok(MemoryLog::new())),
+    )
+}
+
+fn lair(controller_epoch: i32, parts: &[(i32, BrokerId, i32)]) -> LeaderAndIsrRequest {
+    LeaderAndIsrRequest {
+        controller_id: 9,
+        controller_epoch,
+        topic_states: vec![LeaderAndIsrTopicState {
+            topic_name: "t".into(),
+            partition_states: parts
+                .iter()
+                .map(|&(partition, leader, epoch)| LeaderAndIsrPartitionState {
+                    topic_name: "t".into(),
+                    partition_index: partition,
+                    controller_epoch,
+                    leader,
+                    leader_epoch: epoch,
+                    isr: vec![1, 2],
+                    partition_epoch: epoch,
+                    replicas: vec![1, 2],
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+fn codes(r: &LeaderAndIsrResponse) -> Vec<(i32, i16)> {
+    r.partition_errors
+        .iter()
+        .map(|e| (e.partition_index, e.error_code))
+        .collect()
+}
+
+fn fetch_request(
+    replica_id: BrokerId,
+    max_wait_ms: i32,
+    min_bytes: i32,
+    parts: &[(i32, i64, i32)],
+) -> FetchRequest {
+    FetchRequest {
+        replica_id,
+        max_wait_ms,
+        min_bytes,
+        topics: vec![FetchTopic {
+            topic: "t".into(),
+            partitions: parts
+                .iter()
+                .map(|&(partition, offset, epoch)| FetchPartition {
+                    partition,
+                    fetch_offset: offset,
+                    current_leader_epoch: epoch,
+                    log_start_offset: 0,
+                    partition_max_bytes: 1 << 20,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+fn actions(m: &mut ReplicaManager<MemoryLog>) -> Vec<ReplicaAction> {
+    std::iter::from_fn(|| m.poll_action()).collect()
+}
+
+fn respond(outcome: FetchOutcome) -> FetchResponse {
+    match outcome {
+        FetchOutcome::Respond(r) => r,
+        FetchOutcome::Delayed { .. } => panic!("expected an immediate answer"),
+    }
+}
+
+fn first(r: &FetchResponse) -> &PartitionData {
+    match r.responses.first().and_then(|t| t.partitions.first()) {
+        Some(p) => p,
+        None => panic!("empty fetch response"),
+    }
+}
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p)
+}
+
+#[test]
+fn k4_1_stale_controller_epoch_is_rejected_for_the_whole_request() {
+    let mut m = manager(1);
+    m.become_leader_or_follower(0, &lair(5, &[(0, 1, 1)]), 4);
+    let r = m.become_leader_or_follower(0, &lair(4, &[(0, 1, 2), (1, 1, 1)]), 4);
+    assert_eq!(r.error_code, ErrorCode::StaleControllerEpoch.code());
+    assert!(codes(&r)
+        .iter()
+        .all(|(_, c)| *c == ErrorCode::StaleControllerEpoch.code()));
+    assert_eq!(
+        m.partition(&tp(0)).map(|p| p.leader_epoch()),
+        Some(1),
+        "nothing applied"
+    );
+    assert!(m.partition(&tp(1)).is_none());
+}
+
+#[test]
+fn k4_2_only_newer_leader_epochs_apply_and_only_for_assigned_replicas() {
+    let mut m = manager(1);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 3)]), 4);
+    let mut req = lair(1, &[(0, 1, 3), (1, 1, 1), (2, 1, 1)]);
+    req.topic_states[0].partition_states[2].replicas = vec![2, 3];
+    let r = m.become_leader_or_follower(0, &req, 4);
+    assert_eq!(
+        codes(&r),
+        vec![
+            (0, ErrorCode::FencedLeaderEpoch.code()),
+            (1, ErrorCode::None.code()),
+            (2, ErrorCode::UnknownTopicOrPartition.code())
+        ]
+    );
+    assert!(m.partition(&tp(2)).is_none());
+    // v5+ answers per topic id.
+    let r = m.become_leader_or_follower(0, &lair(1, &[(1, 1, 2)]), 5);
+    assert_eq!(r.topics.len(), 1);
+    assert_eq!(r.topics[0].partition_errors[0].error_code, 0);
+}
+
+#[test]
+fn k4_3_leaders_and_followers_are_made_and_fetchers_follow_the_leader() {
+    let mut m = manager(2);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1), (1, 2, 1)]), 4);
+    assert!(m.partition(&tp(1)).is_some_and(|p| p.is_leader()));
+    assert!(m
+        .partition(&tp(0))
+        .is_some_and(|p| !p.is_leader() && p.leader() == Some(1)));
+    let a = actions(&mut m);
+    assert!(a.contains(&ReplicaAction::AddFetcherPartitions {
+        leader: 1,
+        partitions: vec![tp(0)]
+    }));
+    // Leadership of partition 0 moves here: its fetcher entry goes.
+    m.become_leader_or_follower(0, &lair(1, &[(0, 2, 2)]), 4);
+    let a = actions(&mut m);
+    assert!(a.contains(&ReplicaAction::RemoveFetcherPartitions {
+        partitions: vec![tp(0)]
+    }));
+    assert!(m.partition(&tp(0)).is_some_and(|p| p.is_leader()));
+}
+
+#[test]
+fn k4_4_high_watermark_checkpoint_task_starts_once() {
+    let mut m = manager(1);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+    let starts = |a: &[ReplicaAction]| {
+        a.iter()
+            .filter(|x| **x == ReplicaAction::StartHighWatermarkCheckpoint)
+            .count()
+    };
+    assert_eq!(starts(&actions(&mut m)), 1);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 2)]), 4);
+    assert_eq!(starts(&actions(&mut m)), 0);
+    assert!(m.checkpoint_high_watermarks().is_ok());
+}
+
+#[test]
+fn k4_5_idle_fetchers_are_shut_down() {
+    let mut m = manager(2);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+    actions(&mut m);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 2, 2)]), 4);
+    assert!(actions(&mut m).contains(&ReplicaAction::ShutdownIdleFetcher { leader: 1 }));
+}
+
+fn leader_with_data() -> ReplicaManager<MemoryLog> {
+    let mut m = manager(1);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+    assert!(m.append_records(&tp(0), batch(3), 1).is_ok());
+    actions(&mut m);
+    m
+}
+
+#[test]
+fn k8_1_consumers_read_up_to_the_high_watermark_followers_to_the_end() {
+    let mut m = leader_with_data();
+    let r = respond(m.fetch(0, &fetch_request(-1, 0, 0, &[(0, 0, 1)])));
+    assert_eq!(first(&r).high_watermark, 0);
+    assert_eq!(first(&r).records.as_ref().map(Bytes::len), Some(0));
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 0, 1)])));
+    assert!(first(&r).records.as_ref().is_some_and(|b| !b.is_empty()));
+}
+
+#[test]
+fn k8_2_follower_fetch_moves_its_leo_and_the_high_watermark() {
+    let mut m = leader_with_data();
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+    assert_eq!(first(&r).high_watermark, 3);
+    assert_eq!(m.partition(&tp(0)).map(|p| p.high_watermark()), Some(3));
+    let r = respond(m.fetch(0, &fetch_request(-1, 0, 0, &[(0, 0, 1)])));
+    assert!(first(&r).records.as_ref().is_some_and(|b| !b.is_empty()));
+}
+
+#[test]
+fn k8_3_k8_4_immediate_answers() {
+    let mut m = leader_with_data();
+    // max wait 0
+    assert!(matches!(
+        m.fetch(0, &fetch_request(2, 0, 1 << 20, &[(0, 3, 1)])),
+        FetchOutcome::Respond(_)
+    ));
+    // no partitions
+    assert!(matches!(
+        m.fetch(0, &fetch_request(2, 500, 1 << 20, &[])),
+        FetchOutcome::Respond(_)
+    ));
+    // enough bytes
+    assert!(matches!(
+        m.fetch(0, &fetch_request(2, 500, 1, &[(0, 0, 1)])),
+        FetchOutcome::Respond(_)
+    ));
+    // an error: fenced epoch, unknown partition, offset out of range
+    let r = respond(m.fetch(0, &fetch_request(2, 500, 1 << 20, &[(0, 3, 0)])));
+    assert_eq!(first(&r).error_code, ErrorCode::FencedLeaderEpoch.code());
+    let r = respond(m.fetch(0, &fetch_request(2, 500, 1 << 20, &[(7, 0, 1)])));
+    assert_eq!(
+        first(&r).error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    let r = respond(m.fetch(0, &fetch_request(2, 500, 1 << 20, &[(0, 99, 1)])));
+    assert_eq!(first(&r).error_code, ErrorCode::OffsetOutOfRange.code());
+    let r = respond(m.fetch(0, &fetch_request(2, 500, 1 << 20, &[(0, -5, 1)])));
+    assert_eq!(first(&r).error_code, ErrorCode::OffsetOutOfRange.code());
+    assert_eq!(m.delayed_fetches(), 0);
+}
+
+#[test]
+fn k8_5_delayed_fetch_is_answered_when_data_arrives() {
+    let mut m = leader_with_data();
+    respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+    let FetchOutcome::Delayed { request_id } = m.fetch(10, &fetch_request(2, 500, 1, &[(0, 3, 1)]))
+    else {
+        panic!("should wait")
+    };
+    assert_eq!(m.delayed_fetches(), 1);
+    assert!(m.append_records(&tp(0), batch(1), 1).is_ok());
+    let a = actions(&mut m);
+    let Some(ReplicaAction::FetchResponse {
+        request_id: id,
+        response,
+    }) = a
+        .into_iter()
+        .find(|x| matches!(x, ReplicaAction::FetchResponse { .. }))
+    else {
+        panic!("no delayed answer")
+    };
+    assert_eq!(id, request_id);
+    assert!(first(&response)
+        .records
+        .as_ref()
+        .is_some_and(|b| !b.is_empty()));
+    assert_eq!(m.delayed_fetches(), 0);
+}
+
+#[test]
+fn k8_5_delayed_fetch_expires_after_max_wait() {
+    let mut m = leader_with_data();
+    respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+    let FetchOutcome::Delayed { request_id } = m.fetch(10, &fetch_request(2, 500, 1, &[(0, 3, 1)]))
+    else {
+        panic!("should wait")
+    };
+    m.tick(509);
+    assert!(!actions(&mut m)
+        .iter()
+        .any(|x| matches!(x, ReplicaAction::FetchResponse { .. })));
+    m.tick(510);
+    let a = actions(&mut m);
+    assert!(a.iter().any(
+        |x| matches!(x, ReplicaAction::FetchResponse { request_id: id, .. } if *id == request_id)
+    ));
+}
+
+#[test]
+fn k8_5_consumer_delayed_fetch_waits_for_the_high_watermark() {
+    let mut m = leader_with_data();
+    let FetchOutcome::Delayed { .. } = m.fetch(0, &fetch_request(-1, 500, 1, &[(0, 0, 1)])) else {
+        panic!("nothing committed yet: should wait")
+    };
+    // The follower's fetch commits offsets 0..3 and wakes the consumer.
+    respond(m.fetch(1, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+    assert!(actions(&mut m)
+        .iter()
+        .any(|x| matches!(x, ReplicaAction::FetchResponse { .. })));
+}
+
+#[test]
+fn k8_6_the_answer_is_a_fetch_response_on_the_wire() {
+    let mut m = leader_with_data();
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 0, 1)])));
+    let bytes = r
+        .encode_to_bytes(12)
+        .unwrap_or_else(|e| panic!("encode: {e}"));
+    let back =
+        FetchResponse::decode(&mut bytes.clone(), 12).unwrap_or_else(|e| panic!("decode: {e}"));
+    assert_eq!(back, r);
+}
+
+#[test]
+fn stop_replica_is_epoch_checked_and_can_delete() {
+    let mut m = leader_with_data();
+    assert_eq!(
+        m.stop_replica(0, &tp(0), 1, false).err(),
+        Some(ErrorCode::StaleControllerEpoch)
+    );
+    assert_eq!(
+        m.stop_replica(1, &tp(0), 0, true).err(),
+        Some(ErrorCode::FencedLeaderEpoch)
+    );
+    assert!(m
+        .stop_replica(1, &tp(0), 1, true)
+        .is_ok_and(|log| log.is_some()));
+    assert!(m.partition(&tp(0)).is_none());
+}
+
+mod produce {
+    use super::*;
+    use crate::isr::{IsrResult, MemoryIsrWriter};
+    use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_wire::messages::ProduceRequest;
+
+    fn produce_request(acks: i16, timeout_ms: i32) -> ProduceRequest {
+        ProduceRequest {
+            acks,
+            timeout_ms,
+            topic_data: vec![TopicProduceData {
+                name: "t".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(batch(2)),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn manager_with(min_isr: usize) -> ReplicaManager<MemoryLog> {
+        let config = PartitionConfig {
+            replica_lag_time_max_ms: 30_000,
+            min_insync_replicas: min_isr,
+        };
+        let mut m = ReplicaManager::new(1, config, 0, Box::new(|_| Ok(MemoryLog::new())));
+        m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+        actions(&mut m);
+        m
+    }
+
+    fn produce_answer(m: &mut ReplicaManager<MemoryLog>) -> Option<(i16, i64)> {
+        actions(m).into_iter().find_map(|a| match a {
+            ReplicaAction::ProduceResponse { response, .. } => response
+                .responses
+                .first()
+                .and_then(|t| t.partition_responses.first())
+                .map(|p| (p.error_code, p.base_offset)),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn acks_0_sends_nothing_and_acks_1_answers_after_the_local_append() {
+        let mut m = manager_with(1);
+        assert_eq!(
+            m.produce(0, &produce_request(0, 1000)),
+            ProduceOutcome::NoResponse
+        );
+        let ProduceOutcome::Respond(r) = m.produce(0, &produce_request(1, 1000)) else {
+            panic!("acks=1 answers at once")
+        };
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!((p.error_code, p.base_offset), (0, 2));
+        assert_eq!(m.delayed_produces(), 0);
+    }
+
+    #[test]
+    fn acks_all_waits_until_the_isr_has_the_records() {
+        let mut m = manager_with(2);
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 1000)) else {
+            panic!("acks=-1 waits")
+        };
+        assert_eq!(produce_answer(&mut m), None);
+        respond(m.fetch(5, &fetch_request(2, 0, 0, &[(0, 2, 1)])));
+        assert_eq!(produce_answer(&mut m), Some((0, 0)));
+    }
+
+    #[test]
+    fn acks_all_below_min_isr_is_refused_before_the_append() {
+        let mut m = manager_with(2);
+        m.become_leader_or_follower(
+            0,
+            &{
+                let mut r = lair(1, &[(0, 1, 2)]);
+                r.topic_states[0].partition_states[0].isr = vec![1];
+                r
+            },
+            4,
+        );
+        let ProduceOutcome::Respond(r) = m.produce(0, &produce_request(-1, 1000)) else {
+            panic!("refused at once")
+        };
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code,
+            ErrorCode::NotEnoughReplicas.code()
+        );
+        assert_eq!(m.partition(&tp(0)).map(|p| p.log_end_offset()), Some(0));
+    }
+
+    #[test]
+    fn acks_all_answers_not_enough_replicas_after_append_when_the_isr_shrank() {
+        let mut m = manager_with(2);
+        let mut store = MemoryIsrWriter::new();
+        store.set(
+            tp(0),
+            crate::isr::LeaderAndIsr {
+                leader: 1,
+                leader_epoch: 1,
+                isr: vec![1, 2],
+                partition_epoch: 1,
+            },
+        );
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 60_000)) else {
+            panic!("acks=-1 waits")
+        };
+        m.tick(30_001); // follower 2 never fetched: out of the ISR
+        let proposal = actions(&mut m).into_iter().find_map(|a| match a {
+            ReplicaAction::AlterIsr(p) => Some(p),
+            _ => None,
+        });
+        let Some(proposal) = proposal else {
+            panic!("no ISR proposal")
+        };
+        let result = store.propose_now(&proposal);
+        assert!(matches!(result, IsrResult::Committed { .. }));
+        m.on_isr_result(&tp(0), result);
+        assert_eq!(
+            produce_answer(&mut m),
+            Some((ErrorCode::NotEnoughReplicasAfterAppend.code(), 0))
+        );
+    }
+
+    #[test]
+    fn acks_all_times_out() {
+        let mut m = manager_with(2);
+        let ProduceOutcome::Delayed { .. } = m.produce(0, &produce_request(-1, 100)) else {
+            panic!("acks=-1 waits")
+        };
+        m.tick(100);
+        assert_eq!(
+            produce_answer(&mut m),
+            Some((ErrorCode::RequestTimedOut.code(), 0))
+        );
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+    /// Hostile fetches — any replica id, offsets, epochs, byte limits, unknown partitions —
+    /// get per-partition error codes, never a panic, and never disturb the partition.
+    #[test]
+    fn arbitrary_fetches_never_panic_or_disturb_the_leader(
+        requests in proptest::collection::vec(
+            (-3i32..5, -100i32..1000, -5i32..5, proptest::collection::vec((-2i32..3, -10i64..20, -3i32..4, -10i32..100_000), 0..4)),
+            1..8,
+        )
+    ) {
+        let mut m = leader_with_data();
+        respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 3, 1)])));
+        let hw = m.partition(&tp(0)).map(|p| p.high_watermark());
+        for (replica, max_wait, min_bytes, parts) in requests {
+            let mut req = fetch_request(replica, max_wait, min_bytes, &[]);
+            req.topics[0].partitions = parts
+                .iter()
+                .map(|&(partition, offset, epoch, max_bytes)| FetchPartition {
+                    partition,
+                    fetch_offset: offset,
+                    current_leader_epoch: epoch,
+                    partition_max_bytes: max_bytes,
+                    ..Default::default()
+                })
+                .collect();
+            let _ = m.fetch(0, &req);
+            m.tick(1_000);
+            actions(&mut m);
+        }
+        proptest::prop_assert_eq!(m.partition(&tp(0)).map(|p| p.log_end_offset()), Some(3));
+        proptest::prop_assert!(m.partition(&tp(0)).map(|p| p.high_watermark()) >= hw);
+    }
+}

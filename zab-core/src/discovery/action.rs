@@ -1,0 +1,80 @@
+//! What the discovery state machines ask their driver to do.
+
+use std::time::Duration;
+
+use crate::discovery::QuorumPacket;
+use crate::types::ServerId;
+
+/// One step for the driver, carried out in order. A `Persist*` must be durable before any
+/// later action is carried out (a `Send` after it may acknowledge the persisted epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscoveryAction {
+    /// Send a quorum packet.
+    Send {
+        /// The destination.
+        to: ServerId,
+        /// The packet.
+        packet: QuorumPacket,
+    },
+    /// Durably store `acceptedEpoch` (Z1).
+    PersistAcceptedEpoch(i64),
+    /// Durably store `currentEpoch`.
+    PersistCurrentEpoch(i64),
+    /// Close the quorum connection with this server.
+    Close(ServerId),
+    /// The epoch is established with a quorum: the leader has a quorum of NEWLEADER
+    /// acknowledgements, or the learner received UPTODATE.
+    Established {
+        /// The established epoch.
+        epoch: i64,
+    },
+    /// Give up and go back to LOOKING (Z6, Z8).
+    Abandon {
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+/// ZooKeeper's time limits (Z6): `tickTime`, `initLimit` and `syncLimit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The basic time unit; the leader pings every half tick.
+    pub tick_time: Duration,
+    /// Ticks allowed for discovery and synchronisation.
+    pub init_limit: u32,
+    /// Ticks a synced learner (or its leader) may stay silent.
+    pub sync_limit: u32,
+}
+
+impl Timing {
+    /// `initLimit * tickTime`.
+    pub fn init_timeout(&self) -> Duration {
+        self.tick_time.saturating_mul(self.init_limit)
+    }
+
+    /// `syncLimit * tickTime`.
+    pub fn sync_timeout(&self) -> Duration {
+        self.tick_time.saturating_mul(self.sync_limit)
+    }
+}
+
+impl Default for Timing {
+    /// ZooKeeper's sample configuration: 2000 ms, 10, 5.
+    fn default() -> Self {
+        Self {
+            tick_time: Duration::from_millis(2000),
+            init_limit: 10,
+            sync_limit: 5,
+        }
+    }
+}
+
+/// `epoch << 32`: the zxid of LEADERINFO, NEWLEADER and their acknowledgements.
+pub fn epoch_zxid(epoch: i64) -> i64 {
+    epoch.wrapping_shl(32)
+}
+
+/// `zxid >> 32`.
+pub fn zxid_epoch(zxid: i64) -> i64 {
+    zxid >> 32
+}

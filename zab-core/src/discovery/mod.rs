@@ -1,0 +1,16 @@
+//! Discovery on the quorum port (ZAB-NOTES §7): the jute `QuorumPacket` codec and the sans-IO
+//! state machines with which a leader and its learners fix the new epoch (Z1, Z5) and keep
+//! each other alive (Z6).
+
+mod action;
+mod leader;
+mod learner;
+mod packet;
+
+pub use action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
+pub use leader::LeaderDiscovery;
+pub use learner::LearnerDiscovery;
+pub use packet::{
+    decode_i32_payload, i32_payload, packet_type, AuthId, LearnerInfo, PacketError, QuorumPacket,
+    LEARNER_PROTOCOL_VERSION, MAX_AUTH_ENTRIES, MAX_AUTH_STRING, MAX_PACKET_DATA,
+};
