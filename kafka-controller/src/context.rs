@@ -245,6 +245,8 @@ pub struct ControllerContext {
     pub leader_recovery_on_unclean: bool,
     brokers: BTreeMap<BrokerId, BrokerInfo>,
     shutting_down: BTreeSet<BrokerId>,
+    /// `brokers` minus `shutting_down`, kept in step by the broker methods.
+    live: BTreeSet<BrokerId>,
     assignments: BTreeMap<String, BTreeMap<i32, ReplicaAssignment>>,
     topic_ids: BTreeMap<String, String>,
     unclean_topics: BTreeSet<String>,
@@ -271,12 +273,16 @@ impl ControllerContext {
 
     /// Registers (or re-registers with a new epoch) a live broker.
     pub fn add_live_broker(&mut self, broker: BrokerInfo) {
+        if !self.shutting_down.contains(&broker.id) {
+            self.live.insert(broker.id);
+        }
         self.brokers.insert(broker.id, broker);
     }
 
     /// Removes a broker that left (its znode vanished); it also stops shutting down.
     pub fn remove_live_broker(&mut self, id: BrokerId) -> Option<BrokerInfo> {
         self.shutting_down.remove(&id);
+        self.live.remove(&id);
         self.brokers.remove(&id)
     }
 
@@ -284,6 +290,7 @@ impl ControllerContext {
     pub fn mark_shutting_down(&mut self, id: BrokerId) {
         if self.brokers.contains_key(&id) {
             self.shutting_down.insert(id);
+            self.live.remove(&id);
         }
     }
 
@@ -298,12 +305,8 @@ impl ControllerContext {
     }
 
     /// Live brokers that are not shutting down (`liveBrokerIds`).
-    pub fn live_broker_ids(&self) -> BTreeSet<BrokerId> {
-        self.brokers
-            .keys()
-            .copied()
-            .filter(|id| !self.shutting_down.contains(id))
-            .collect()
+    pub fn live_broker_ids(&self) -> &BTreeSet<BrokerId> {
+        &self.live
     }
 
     /// Every registered broker, shutting down or not (`liveOrShuttingDownBrokerIds`).
@@ -323,7 +326,7 @@ impl ControllerContext {
 
     /// True if `id` is live and not shutting down.
     pub fn is_broker_live(&self, id: BrokerId) -> bool {
-        self.brokers.contains_key(&id) && !self.shutting_down.contains(&id)
+        self.live.contains(&id)
     }
 
     /// True if `id` is registered (live or shutting down).

@@ -170,12 +170,11 @@ pub fn elect_in_context(
 ) -> Option<ElectionResult> {
     let assignment = ctx.partition_assignment(tp)?;
     let target = assignment.target_replicas();
-    let live = ctx.live_broker_ids();
     let input = ElectionInput {
         assignment: &assignment.replicas,
         target_replicas: &target,
         isr: &current.isr,
-        live: &live,
+        live: ctx.live_broker_ids(),
         shutting_down: ctx.shutting_down_broker_ids(),
         unclean_enabled: ctx.unclean_leader_election_enabled(&tp.topic),
     };

@@ -215,8 +215,9 @@ impl ControllerBrokerRequestBatch {
                 },
             );
         }
-        let all: Vec<BrokerId> = ctx.live_or_shutting_down_broker_ids().into_iter().collect();
-        self.add_update_metadata(ctx, &all, std::slice::from_ref(tp));
+        self.update_metadata_brokers
+            .extend(ctx.live_or_shutting_down_brokers().map(|b| b.id));
+        self.add_update_metadata(ctx, &[], std::slice::from_ref(tp));
     }
 
     /// Queues a StopReplica for `tp` to `brokers`; `delete` is OR-merged. The leader epoch is
