@@ -231,6 +231,18 @@ pub(crate) fn diff(a: &[BrokerId], b: &[BrokerId]) -> Vec<BrokerId> {
     a.iter().copied().filter(|r| !b.contains(r)).collect()
 }
 
+/// What changed in `/brokers/ids` (`processBrokerChange`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BrokerChange {
+    /// Brokers that appeared (run `onBrokerStartup`, K5).
+    pub new: Vec<BrokerInfo>,
+    /// Brokers whose znode vanished (run `onBrokerFailure`, K1).
+    pub dead: Vec<BrokerId>,
+    /// KIP-380: brokers registered again with a larger epoch (czxid) — they restarted within
+    /// one watch: run `onBrokerFailure` then `onBrokerStartup` for them.
+    pub bounced: Vec<BrokerInfo>,
+}
+
 /// The controller's in-memory cluster view (Kafka's `ControllerContext`).
 #[derive(Clone, Debug, Default)]
 pub struct ControllerContext {
@@ -284,6 +296,46 @@ impl ControllerContext {
         self.shutting_down.remove(&id);
         self.live.remove(&id);
         self.brokers.remove(&id)
+    }
+
+    /// K1 / K5 / KIP-380: compares the registered brokers with `current` (what
+    /// `/brokers/ids` holds now) without changing the context; apply the result with
+    /// [`Self::apply_broker_change`].
+    pub fn broker_change(&self, current: &[BrokerInfo]) -> BrokerChange {
+        let mut change = BrokerChange::default();
+        let mut seen = BTreeSet::new();
+        for b in current {
+            if !seen.insert(b.id) {
+                continue;
+            }
+            match self.brokers.get(&b.id) {
+                None => change.new.push(b.clone()),
+                Some(old) if b.epoch > old.epoch => change.bounced.push(b.clone()),
+                Some(_) => {}
+            }
+        }
+        change.dead = self
+            .brokers
+            .keys()
+            .copied()
+            .filter(|id| !seen.contains(id))
+            .collect();
+        change
+    }
+
+    /// Applies a [`BrokerChange`]: removes the dead, registers the new and the bounced (with
+    /// their new epochs; a bounced broker is no longer shutting down).
+    pub fn apply_broker_change(&mut self, change: &BrokerChange) {
+        for id in &change.dead {
+            self.remove_live_broker(*id);
+        }
+        for b in &change.bounced {
+            self.remove_live_broker(b.id);
+            self.add_live_broker(b.clone());
+        }
+        for b in &change.new {
+            self.add_live_broker(b.clone());
+        }
     }
 
     /// Marks a live broker as shutting down (controlled shutdown).
