@@ -1,0 +1,3 @@
+//! Message encode/decode benches (filled in below).
+
+fn main() {}
