@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use kafka_wire::Uuid;
+
 use crate::partition_state_machine::PartitionState;
 use crate::replica_state_machine::ReplicaState;
 
@@ -69,8 +71,21 @@ impl PartitionReplica {
     }
 }
 
-/// A registered broker: its id, its epoch (the czxid of `/brokers/ids/<id>`, KIP-380) and
-/// its rack if it has one.
+/// One listener of a broker, as in the `endpoints` of `/brokers/ids/<id>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    /// The listener name (e.g. `PLAINTEXT`).
+    pub listener: String,
+    /// Host name.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+    /// Kafka's security protocol id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
+    pub security_protocol: i16,
+}
+
+/// A registered broker: its id, its epoch (the czxid of `/brokers/ids/<id>`, KIP-380), its
+/// rack if it has one and its listeners.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerInfo {
     /// The broker id.
@@ -79,16 +94,38 @@ pub struct BrokerInfo {
     pub epoch: i64,
     /// The broker's rack (`broker.rack`), if set.
     pub rack: Option<String>,
+    /// The broker's listeners.
+    pub endpoints: Vec<BrokerEndpoint>,
 }
 
 impl BrokerInfo {
-    /// A broker without a rack.
+    /// A broker without a rack or listeners.
     pub fn new(id: BrokerId, epoch: i64) -> Self {
         Self {
             id,
             epoch,
             rack: None,
+            endpoints: Vec::new(),
         }
+    }
+
+    /// The same broker with a `PLAINTEXT` listener on `host:port`.
+    pub fn with_plaintext(mut self, host: &str, port: i32) -> Self {
+        self.endpoints.push(BrokerEndpoint {
+            listener: "PLAINTEXT".to_owned(),
+            host: host.to_owned(),
+            port,
+            security_protocol: 0,
+        });
+        self
+    }
+
+    /// The endpoint of `listener`, else the first one.
+    pub fn endpoint(&self, listener: &str) -> Option<&BrokerEndpoint> {
+        self.endpoints
+            .iter()
+            .find(|e| e.listener == listener)
+            .or_else(|| self.endpoints.first())
     }
 }
 
@@ -260,7 +297,7 @@ pub struct ControllerContext {
     /// `brokers` minus `shutting_down`, kept in step by the broker methods.
     live: BTreeSet<BrokerId>,
     assignments: BTreeMap<String, BTreeMap<i32, ReplicaAssignment>>,
-    topic_ids: BTreeMap<String, String>,
+    topic_ids: BTreeMap<String, Uuid>,
     unclean_topics: BTreeSet<String>,
     leadership: BTreeMap<TopicPartition, PartitionLeadership>,
     partition_states: BTreeMap<TopicPartition, PartitionState>,
@@ -488,14 +525,14 @@ impl ControllerContext {
             .retain(|tp| tp.topic != topic);
     }
 
-    /// Records a topic's id (KIP-516, base64 UUID as in `/brokers/topics/<t>`).
-    pub fn set_topic_id(&mut self, topic: impl Into<String>, id: impl Into<String>) {
-        self.topic_ids.insert(topic.into(), id.into());
+    /// Records a topic's id (KIP-516; `/brokers/topics/<t>` holds it in base64).
+    pub fn set_topic_id(&mut self, topic: impl Into<String>, id: Uuid) {
+        self.topic_ids.insert(topic.into(), id);
     }
 
     /// The id of a topic, if known.
-    pub fn topic_id(&self, topic: &str) -> Option<&str> {
-        self.topic_ids.get(topic).map(String::as_str)
+    pub fn topic_id(&self, topic: &str) -> Option<Uuid> {
+        self.topic_ids.get(topic).copied()
     }
 
     /// Records the topic's `unclean.leader.election.enable` config (default false).

@@ -159,7 +159,7 @@ pub struct TopicAssignmentWrite {
     /// The topic.
     pub topic: String,
     /// Its topic id, if known.
-    pub topic_id: Option<String>,
+    pub topic_id: Option<kafka_wire::Uuid>,
     /// Every partition's assignment.
     pub partitions: BTreeMap<i32, ReplicaAssignment>,
 }
@@ -173,7 +173,7 @@ fn topic_write_with(
     partitions.insert(tp.partition, assignment);
     TopicAssignmentWrite {
         topic: tp.topic.clone(),
-        topic_id: ctx.topic_id(&tp.topic).map(str::to_owned),
+        topic_id: ctx.topic_id(&tp.topic),
         partitions,
     }
 }
