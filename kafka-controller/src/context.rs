@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use kafka_wire::Uuid;
 
@@ -33,15 +34,15 @@ pub const EPOCH_DURING_DELETE: i32 = -2;
 /// A topic partition.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartition {
-    /// The topic name.
-    pub topic: String,
+    /// The topic name (shared: cloning a partition does not copy the name).
+    pub topic: Arc<str>,
     /// The partition index.
     pub partition: i32,
 }
 
 impl TopicPartition {
     /// A topic partition from a name and an index.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
         Self {
             topic: topic.into(),
             partition,
@@ -296,7 +297,7 @@ pub struct ControllerContext {
     shutting_down: BTreeSet<BrokerId>,
     /// `brokers` minus `shutting_down`, kept in step by the broker methods.
     live: BTreeSet<BrokerId>,
-    assignments: BTreeMap<String, BTreeMap<i32, ReplicaAssignment>>,
+    assignments: BTreeMap<Arc<str>, BTreeMap<i32, ReplicaAssignment>>,
     topic_ids: BTreeMap<String, Uuid>,
     unclean_topics: BTreeSet<String>,
     leadership: BTreeMap<TopicPartition, PartitionLeadership>,
@@ -438,7 +439,7 @@ impl ControllerContext {
     /// Sets the whole assignment of a topic (as loaded from `/brokers/topics/<t>`).
     pub fn set_topic_assignment(
         &mut self,
-        topic: impl Into<String>,
+        topic: impl Into<Arc<str>>,
         partitions: BTreeMap<i32, ReplicaAssignment>,
     ) {
         self.assignments.insert(topic.into(), partitions);
@@ -471,7 +472,7 @@ impl ControllerContext {
 
     /// Every known topic.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.assignments.keys().map(String::as_str)
+        self.assignments.keys().map(|t| &**t)
     }
 
     /// Every partition of every topic, ordered.
@@ -485,30 +486,55 @@ impl ControllerContext {
     /// Every partition of `topic`.
     pub fn partitions_for_topic(&self, topic: &str) -> Vec<TopicPartition> {
         self.assignments
-            .get(topic)
-            .map(|ps| ps.keys().map(|p| TopicPartition::new(topic, *p)).collect())
+            .get_key_value(topic)
+            .map(|(t, ps)| {
+                ps.keys()
+                    .map(|p| TopicPartition::new(t.clone(), *p))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// Every partition with a replica on `broker` (K1: `set_p` for a failed broker).
     pub fn partitions_on_broker(&self, broker: BrokerId) -> Vec<TopicPartition> {
-        self.all_partitions()
-            .into_iter()
-            .filter(|tp| self.partition_replicas(tp).contains(&broker))
+        self.assignments
+            .iter()
+            .flat_map(|(t, ps)| {
+                ps.iter()
+                    .filter(move |(_, a)| a.replicas.contains(&broker))
+                    .map(move |(p, _)| TopicPartition::new(t.clone(), *p))
+            })
             .collect()
     }
 
     /// Every replica hosted on any of `brokers`.
     pub fn replicas_on_brokers(&self, brokers: &BTreeSet<BrokerId>) -> Vec<PartitionReplica> {
         let mut out = Vec::new();
-        for tp in self.all_partitions() {
-            for r in self.partition_replicas(&tp) {
-                if brokers.contains(&r) {
-                    out.push(PartitionReplica::new(tp.clone(), r));
+        for (t, ps) in &self.assignments {
+            for (p, a) in ps {
+                for r in a.replicas.iter().filter(|r| brokers.contains(r)) {
+                    out.push(PartitionReplica::new(
+                        TopicPartition::new(t.clone(), *p),
+                        *r,
+                    ));
                 }
             }
         }
         out
+    }
+
+    /// Partitions with cached leadership whose leader is `broker`.
+    pub fn partitions_led_by(&self, broker: BrokerId) -> Vec<TopicPartition> {
+        self.leadership
+            .iter()
+            .filter(|(_, l)| l.leader == broker)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// Partitions with cached leadership, and that leadership.
+    pub fn leaderships(&self) -> impl Iterator<Item = (&TopicPartition, &PartitionLeadership)> {
+        self.leadership.iter()
     }
 
     /// Forgets a topic entirely (after deletion completes).
@@ -518,11 +544,11 @@ impl ControllerContext {
         self.unclean_topics.remove(topic);
         self.topics_to_delete.remove(topic);
         self.topics_ineligible_for_deletion.remove(topic);
-        self.leadership.retain(|tp, _| tp.topic != topic);
-        self.partition_states.retain(|tp, _| tp.topic != topic);
-        self.replica_states.retain(|r, _| r.tp.topic != topic);
+        self.leadership.retain(|tp, _| &*tp.topic != topic);
+        self.partition_states.retain(|tp, _| &*tp.topic != topic);
+        self.replica_states.retain(|r, _| &*r.tp.topic != topic);
         self.partitions_being_reassigned
-            .retain(|tp| tp.topic != topic);
+            .retain(|tp| &*tp.topic != topic);
     }
 
     /// Records a topic's id (KIP-516; `/brokers/topics/<t>` holds it in base64).

@@ -172,7 +172,7 @@ fn topic_write_with(
     let mut partitions = ctx.topic_assignment(&tp.topic).cloned().unwrap_or_default();
     partitions.insert(tp.partition, assignment);
     TopicAssignmentWrite {
-        topic: tp.topic.clone(),
+        topic: tp.topic.to_string(),
         topic_id: ctx.topic_id(&tp.topic),
         partitions,
     }

@@ -6,6 +6,7 @@
 //! internal model; converting them to `kafka-wire` messages is a thin layer on top.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kafka_wire::Uuid;
 
@@ -95,7 +96,7 @@ pub enum ControlRequest {
         /// Partition states, ordered by partition.
         partitions: Vec<LeaderAndIsrPartitionState>,
         /// Topic ids of the topics named (KIP-516), where known.
-        topic_ids: BTreeMap<String, Uuid>,
+        topic_ids: BTreeMap<Arc<str>, Uuid>,
         /// The brokers leading the partitions named (`liveLeaders`).
         live_leaders: Vec<BrokerInfo>,
     },
@@ -103,12 +104,13 @@ pub enum ControlRequest {
     UpdateMetadata {
         /// Controller id / epoch and the broker's epoch.
         header: ControlHeader,
-        /// Partition states (possibly none).
-        partitions: Vec<UpdateMetadataPartitionState>,
+        /// Partition states (possibly none); shared by the UpdateMetadata of every broker in
+        /// the pass.
+        partitions: Arc<[UpdateMetadataPartitionState]>,
         /// Topic ids of the topics named (KIP-516), where known.
-        topic_ids: BTreeMap<String, Uuid>,
+        topic_ids: BTreeMap<Arc<str>, Uuid>,
         /// Every live-or-shutting-down broker.
-        live_brokers: Vec<BrokerInfo>,
+        live_brokers: Arc<[BrokerInfo]>,
     },
     /// StopReplica.
     StopReplica {
@@ -195,10 +197,8 @@ impl ControllerBrokerRequestBatch {
         let Some(lead) = ctx.leadership(tp) else {
             return;
         };
-        let assignment = ctx
-            .partition_assignment(tp)
-            .cloned()
-            .unwrap_or_else(ReplicaAssignment::default);
+        let empty = ReplicaAssignment::default();
+        let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
         for &b in brokers.iter().filter(|b| **b >= 0) {
             let per_broker = self.leader_and_isr.entry(b).or_default();
             let already_new = per_broker.get(tp).is_some_and(|s| s.is_new);
@@ -330,10 +330,11 @@ impl ControllerBrokerRequestBatch {
                 },
             });
         }
-        let live_brokers: Vec<BrokerInfo> = ctx.live_or_shutting_down_brokers().cloned().collect();
-        let um_partitions: Vec<UpdateMetadataPartitionState> =
+        let live_brokers: Arc<[BrokerInfo]> =
+            ctx.live_or_shutting_down_brokers().cloned().collect();
+        let um_partitions: Arc<[UpdateMetadataPartitionState]> =
             batch.update_metadata_partitions.into_values().collect();
-        let um_topic_ids: BTreeMap<String, Uuid> = um_partitions
+        let um_topic_ids: BTreeMap<Arc<str>, Uuid> = um_partitions
             .iter()
             .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
             .collect();
@@ -461,7 +462,7 @@ impl ControlRequest {
                 check_version::<kafka_wire::messages::LeaderAndIsrRequest>("LeaderAndIsr", v)?;
                 let state = |p: &LeaderAndIsrPartitionState| lai::LeaderAndIsrPartitionState {
                     topic_name: if v <= 1 {
-                        p.tp.topic.as_str().into()
+                        bytestring::ByteString::from(&*p.tp.topic)
                     } else {
                         Default::default()
                     },
@@ -498,7 +499,7 @@ impl ControlRequest {
                 if v <= 1 {
                     req.ungrouped_partition_states = partitions.iter().map(state).collect();
                 } else {
-                    req.topic_states = by_topic(partitions, |p| p.tp.topic.as_str())
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
                         .into_iter()
                         .map(|(topic, ps)| lai::LeaderAndIsrTopicState {
                             topic_name: topic.into(),
@@ -535,7 +536,7 @@ impl ControlRequest {
                 check_version::<kafka_wire::messages::UpdateMetadataRequest>("UpdateMetadata", v)?;
                 let state = |p: &UpdateMetadataPartitionState| um::UpdateMetadataPartitionState {
                     topic_name: if v <= 4 {
-                        p.tp.topic.as_str().into()
+                        bytestring::ByteString::from(&*p.tp.topic)
                     } else {
                         Default::default()
                     },
@@ -562,7 +563,7 @@ impl ControlRequest {
                 if v <= 4 {
                     req.ungrouped_partition_states = partitions.iter().map(state).collect();
                 } else {
-                    req.topic_states = by_topic(partitions, |p| p.tp.topic.as_str())
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
                         .into_iter()
                         .map(|(topic, ps)| um::UpdateMetadataTopicState {
                             topic_name: topic.into(),
@@ -624,7 +625,7 @@ impl ControlRequest {
                 };
                 if v >= 3 {
                     let mut req = base;
-                    req.topic_states = by_topic(partitions, |p| p.tp.topic.as_str())
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
                         .into_iter()
                         .map(|(topic, ps)| sr::StopReplicaTopicState {
                             topic_name: topic.into(),
@@ -658,13 +659,13 @@ impl ControlRequest {
                         req.ungrouped_partitions = group
                             .iter()
                             .map(|p| sr::StopReplicaPartitionV0 {
-                                topic_name: p.tp.topic.as_str().into(),
+                                topic_name: bytestring::ByteString::from(&*p.tp.topic),
                                 partition_index: p.tp.partition,
                                 unknown_tagged_fields: Vec::new(),
                             })
                             .collect();
                     } else {
-                        req.topics = by_topic(&group, |p| p.tp.topic.as_str())
+                        req.topics = by_topic(&group, |p| &*p.tp.topic)
                             .into_iter()
                             .map(|(topic, ps)| sr::StopReplicaTopicV1 {
                                 name: topic.into(),

@@ -158,11 +158,11 @@ fn k2_1_topics_being_deleted_carry_leader_minus_two_and_epoch_minus_two() {
     let ControlRequest::UpdateMetadata { partitions, .. } = &reqs[0].request else {
         panic!()
     };
-    let leaders: Vec<(String, BrokerId)> = partitions
+    let leaders: Vec<(&str, BrokerId)> = partitions
         .iter()
-        .map(|p| (p.tp.topic.clone(), p.leader))
+        .map(|p| (&*p.tp.topic, p.leader))
         .collect();
-    assert_eq!(leaders, vec![("a".to_owned(), -2), ("b".to_owned(), 3)]);
+    assert_eq!(leaders, vec![("a", -2), ("b", 3)]);
     let ControlRequest::StopReplica { partitions, .. } = &reqs[1].request else {
         panic!()
     };
