@@ -290,7 +290,7 @@ pub struct ControllerContext {
     pub epoch: i32,
     /// The znode version of `/controller_epoch` that fences every write (KAFKA-NOTES §4.2).
     pub epoch_zk_version: i32,
-    /// K6.11 / KAFKA-NOTES §6: under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
+    /// KAFKA-NOTES §2 (KIP-704): under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
     /// `leader_recovery_state = RECOVERING` (KIP-704). Off by default (Kafka 2.8).
     pub leader_recovery_on_unclean: bool,
     brokers: BTreeMap<BrokerId, BrokerInfo>,
