@@ -68,9 +68,11 @@
 
 pub mod assignment;
 pub mod context;
+pub mod coordination;
 pub mod election;
 pub mod partition_state_machine;
 pub mod reassignment;
 pub mod rebalance;
 pub mod replica_state_machine;
 pub mod request_batch;
+pub mod zk_data;

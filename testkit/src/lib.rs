@@ -1,5 +1,46 @@
 //! # ha-testkit
 //!
 //! Test harness shared by the crates' interop and conformance tests: starts real Apache
-//! ZooKeeper servers (Debian's `zookeeper` package) on free loopback ports in temporary
-//! directories and stops exactly the processes it started.
+//! ZooKeeper servers (Debian's `zookeeper` package, ZooKeeper 3.8) on free loopback ports in
+//! temporary directories and stops exactly the processes it started.
+//!
+//! Every test that needs ZooKeeper starts with [`require_zookeeper`]: it fails when the `CI`
+//! environment variable is set and ZooKeeper is missing, and skips with a notice otherwise.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use ha_testkit::{require_zookeeper, ServerMode, ZkEnsemble};
+//!
+//! # fn main() -> Result<(), ha_testkit::TestkitError> {
+//! if !require_zookeeper("three_servers_elect_a_leader")? {
+//!     return Ok(());
+//! }
+//! let mut zk = ZkEnsemble::builder()
+//!     .servers(3)
+//!     .tick_time(Duration::from_millis(200))
+//!     .start()?;
+//! let leader = zk.wait_for_leader(Duration::from_secs(30))?;
+//! assert_eq!(zk.srvr(leader)?.mode, ServerMode::Leader);
+//! zk.kill(leader)?; // SIGKILL
+//! let next = zk.wait_for_leader(Duration::from_secs(30))?;
+//! assert_ne!(next, leader);
+//! println!("clients connect to {}", zk.connect_string());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A quorum may include members the harness does not start ([`ExternalServer`]), for an
+//! ensemble where one member is our own peer implementation; pick its ports with
+//! [`free_ports`].
+
+mod ensemble;
+mod error;
+mod four_letter;
+mod install;
+mod ports;
+
+pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
+pub use error::TestkitError;
+pub use four_letter::{four_letter_word, ServerMode, SrvrStats};
+pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
+pub use ports::free_ports;

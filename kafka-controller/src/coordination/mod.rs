@@ -1,0 +1,66 @@
+//! The coordination service the controller runs on: a [`Coordination`] trait with ZooKeeper's
+//! semantics, the embedded [`MemoryCoordination`], the real-ZooKeeper `ZooKeeperCoordination`
+//! (feature `zookeeper`), and a conformance suite any implementation can run (feature
+//! `testing`).
+//!
+//! # Semantics in brief
+//!
+//! - Nodes are persistent or ephemeral (owned by the creating session), optionally sequential
+//!   (a 10-digit sequence number appended). Every node has a [`Stat`]: `version` (data
+//!   changes; the partition epoch of a partition-state znode), `czxid` (the broker epoch of a
+//!   `/brokers/ids/<id>` znode, KIP-380), `mzxid`, `ephemeral_owner`, `num_children`.
+//! - `set_data`, `delete` and [`Op::Check`] take an expected version ([`ANY_VERSION`] = any).
+//! - [`Coordination::multi`] applies a list of [`Op`]s atomically; a controller fences each of
+//!   its writes with `Op::Check("/controller_epoch", epoch_zk_version)` (KAFKA-NOTES §4.2).
+//! - Watches are one-shot and arrive on [`Coordination::events`] together with session events.
+//!   When a session expires the client reports `Expired`, opens a new session and reports
+//!   `Connected` with the new id; the controller resigns, re-registers and re-reads then.
+//!
+//! ```
+//! use kafka_controller::coordination::{
+//!     Coordination, CoordinationError, CreateMode, MemoryCoordination, Op, ANY_VERSION,
+//! };
+//!
+//! # futures::executor::block_on(async {
+//! let zk = MemoryCoordination::new();
+//! zk.create("/controller_epoch", b"0", CreateMode::Persistent).await?;
+//! let (_, epoch_stat) = zk.get_data("/controller_epoch", false).await?;
+//!
+//! // Win the election: create /controller and bump the epoch in one transaction.
+//! zk.multi(vec![
+//!     Op::create("/controller", br#"{"version":1,"brokerid":1,"timestamp":"0"}"#.to_vec(),
+//!                CreateMode::Ephemeral),
+//!     Op::set_data("/controller_epoch", b"1".to_vec(), epoch_stat.version),
+//! ]).await?;
+//!
+//! // A write fenced by an outdated epoch version fails as a whole.
+//! let err = zk.multi(vec![
+//!     Op::check("/controller_epoch", epoch_stat.version),
+//!     Op::create("/stale", Vec::new(), CreateMode::Persistent),
+//! ]).await.unwrap_err();
+//! assert!(matches!(err, CoordinationError::MultiOpFailed { index: 0, .. }));
+//! assert!(zk.exists("/stale", false).await?.is_none());
+//! # let _ = ANY_VERSION;
+//! # Ok::<(), CoordinationError>(())
+//! # }).unwrap();
+//! ```
+
+#[cfg(feature = "testing")]
+pub mod conformance;
+mod error;
+mod memory;
+pub mod path;
+mod service;
+mod types;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
+
+pub use error::CoordinationError;
+pub use memory::{MemoryCoordination, MemoryTree};
+pub use service::Coordination;
+pub use types::{
+    CoordinationEvent, CreateMode, EventStream, Op, OpResult, SessionEvent, SessionId,
+    SessionState, Stat, WatchEvent, WatchEventKind, ANY_VERSION,
+};
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::{ZooKeeperCoordination, ZooKeeperOptions};

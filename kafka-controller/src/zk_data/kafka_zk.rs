@@ -1,0 +1,398 @@
+//! [`KafkaZkClient`]: the reads and writes a ZooKeeper-mode Kafka broker and controller make on
+//! the coordination service, over any [`Coordination`]: controller election with the epoch
+//! bump in one transaction (K6.1), writes fenced by the controller epoch's znode version
+//! (KAFKA-6082), broker registration with the broker epoch = czxid (KIP-380), and
+//! compare-and-set of partition states.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+
+use super::error::ZkDataError;
+use super::paths;
+use super::{decode_controller_epoch, encode_controller_epoch};
+use super::{BrokerRegistration, ControllerZNode, PartitionStateZNode};
+use crate::coordination::{Coordination, CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
+
+/// Why a Kafka-level read or write failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KafkaZkError {
+    /// The coordination service refused or failed.
+    #[error(transparent)]
+    Coordination(#[from] CoordinationError),
+    /// A znode held content that does not decode.
+    #[error("{path}: {error}")]
+    Data {
+        /// The znode.
+        path: String,
+        /// What is wrong with its content.
+        error: ZkDataError,
+    },
+    /// The fencing check failed: `/controller_epoch` is no longer at the version this
+    /// controller wrote; another controller was elected. The caller must resign.
+    #[error("controller moved: /controller_epoch is no longer at version {expected_version}")]
+    ControllerMoved {
+        /// The version this controller expected.
+        expected_version: i32,
+    },
+    /// Another session holds `/brokers/ids/<id>`.
+    #[error("broker id {id} is already registered by session {owner:#x}")]
+    BrokerIdTaken {
+        /// The broker id.
+        id: i32,
+        /// The session owning the registration.
+        owner: i64,
+    },
+}
+
+fn data_err(path: &str) -> impl FnOnce(ZkDataError) -> KafkaZkError + '_ {
+    move |error| KafkaZkError::Data {
+        path: path.to_string(),
+        error,
+    }
+}
+
+/// The controller epoch and the znode version of `/controller_epoch` that fences every write
+/// of the controller of that epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerEpoch {
+    /// The controller epoch.
+    pub epoch: i32,
+    /// The znode version of `/controller_epoch` (Kafka's `epochZkVersion`).
+    pub zk_version: i32,
+}
+
+/// The outcome of a controller election attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Campaign {
+    /// This broker is the controller of this epoch.
+    Elected(ControllerEpoch),
+    /// Another broker is controller (or, if `None`, the race is still settling; watch
+    /// `/controller` and try again when it is deleted).
+    Lost {
+        /// The current controller, if one is registered.
+        controller: Option<i32>,
+    },
+}
+
+/// Kafka's znode reads and writes over a [`Coordination`] client.
+#[derive(Clone)]
+pub struct KafkaZkClient {
+    coord: Arc<dyn Coordination>,
+}
+
+impl std::fmt::Debug for KafkaZkClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaZkClient")
+            .field("session_id", &self.coord.session_id())
+            .finish()
+    }
+}
+
+impl KafkaZkClient {
+    /// Wraps a coordination client.
+    pub fn new(coord: Arc<dyn Coordination>) -> KafkaZkClient {
+        KafkaZkClient { coord }
+    }
+
+    /// The underlying coordination client.
+    pub fn coordination(&self) -> &Arc<dyn Coordination> {
+        &self.coord
+    }
+
+    /// Creates Kafka's persistent top-level paths that are missing (what a broker does at
+    /// start-up).
+    pub async fn create_persistent_paths(&self) -> Result<(), KafkaZkError> {
+        for path in paths::PERSISTENT_PATHS {
+            match self.coord.create(path, b"", CreateMode::Persistent).await {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The controller epoch and its znode version, if `/controller_epoch` exists.
+    pub async fn controller_epoch(&self) -> Result<Option<ControllerEpoch>, KafkaZkError> {
+        match self.coord.get_data(paths::CONTROLLER_EPOCH, false).await {
+            Ok((data, stat)) => Ok(Some(ControllerEpoch {
+                epoch: decode_controller_epoch(&data).map_err(data_err(paths::CONTROLLER_EPOCH))?,
+                zk_version: stat.version,
+            })),
+            Err(e) if e.is_no_node() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The current controller's record and the session owning it, if `/controller` exists;
+    /// with `watch`, watches `/controller` (creation, change or deletion).
+    pub async fn controller(
+        &self,
+        watch: bool,
+    ) -> Result<Option<(ControllerZNode, i64)>, KafkaZkError> {
+        if watch {
+            // An exists watch also fires on creation, which a data watch would miss.
+            if self.coord.exists(paths::CONTROLLER, true).await?.is_none() {
+                return Ok(None);
+            }
+        }
+        match self.coord.get_data(paths::CONTROLLER, false).await {
+            Ok((data, stat)) => Ok(Some((
+                ControllerZNode::from_json(&data).map_err(data_err(paths::CONTROLLER))?,
+                stat.ephemeral_owner,
+            ))),
+            Err(e) if e.is_no_node() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// K6.1: campaigns for controller. Reads (creating it with `0` when absent)
+    /// `/controller_epoch`, then in one transaction creates the ephemeral `/controller` for
+    /// `broker_id` and sets `/controller_epoch` to epoch + 1 expecting the version just read.
+    /// On a lost race (`NodeExists` / `BadVersion`) re-reads both: a write of ours that did
+    /// apply (e.g. retried after a connection loss) still counts as elected.
+    pub async fn campaign(
+        &self,
+        broker_id: i32,
+        timestamp_ms: i64,
+    ) -> Result<Campaign, KafkaZkError> {
+        if let Some((current, _)) = self.controller(false).await? {
+            return Ok(Campaign::Lost {
+                controller: Some(current.brokerid),
+            });
+        }
+        let current = match self.controller_epoch().await? {
+            Some(e) => e,
+            None => {
+                match self
+                    .coord
+                    .create(
+                        paths::CONTROLLER_EPOCH,
+                        &encode_controller_epoch(0),
+                        CreateMode::Persistent,
+                    )
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if e.is_node_exists() => {}
+                    Err(e) => return Err(e.into()),
+                }
+                self.controller_epoch()
+                    .await?
+                    .ok_or(CoordinationError::NoNode {
+                        path: paths::CONTROLLER_EPOCH.to_string(),
+                    })?
+            }
+        };
+        let new_epoch = current.epoch.saturating_add(1);
+        let record = ControllerZNode::new(broker_id, timestamp_ms)
+            .to_json()
+            .map_err(data_err(paths::CONTROLLER))?;
+        let attempt = self
+            .coord
+            .multi(vec![
+                Op::create(paths::CONTROLLER, record, CreateMode::Ephemeral),
+                Op::set_data(
+                    paths::CONTROLLER_EPOCH,
+                    encode_controller_epoch(new_epoch),
+                    current.zk_version,
+                ),
+            ])
+            .await;
+        match attempt {
+            Ok(results) => {
+                let zk_version = match results.get(1) {
+                    Some(OpResult::SetData { stat }) => stat.version,
+                    _ => current.zk_version.saturating_add(1),
+                };
+                let won = ControllerEpoch {
+                    epoch: new_epoch,
+                    zk_version,
+                };
+                tracing::info!(
+                    broker = broker_id,
+                    controller_epoch = new_epoch,
+                    "elected controller"
+                );
+                Ok(Campaign::Elected(won))
+            }
+            Err(e) if e.is_node_exists() || e.is_bad_version() => {
+                let holder = self.controller(false).await?;
+                let epoch = self.controller_epoch().await?;
+                match (holder, epoch) {
+                    (Some((c, owner)), Some(epoch))
+                        if c.brokerid == broker_id
+                            && owner == self.coord.session_id()
+                            && epoch.epoch == new_epoch =>
+                    {
+                        Ok(Campaign::Elected(epoch))
+                    }
+                    (holder, _) => Ok(Campaign::Lost {
+                        controller: holder.map(|(c, _)| c.brokerid),
+                    }),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// KAFKA-NOTES §4.2: applies `ops` only if `/controller_epoch` is still at
+    /// `epoch.zk_version`, as one transaction. Results are those of `ops` (the check's is
+    /// dropped); a failing op of `ops` is reported with its index in `ops`. A failed check is
+    /// [`KafkaZkError::ControllerMoved`]: nothing was written and the controller must resign.
+    pub async fn fenced_multi(
+        &self,
+        epoch: ControllerEpoch,
+        ops: Vec<Op>,
+    ) -> Result<Vec<OpResult>, KafkaZkError> {
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(Op::check(paths::CONTROLLER_EPOCH, epoch.zk_version));
+        all.extend(ops);
+        match self.coord.multi(all).await {
+            Ok(mut results) => {
+                if !results.is_empty() {
+                    results.remove(0);
+                }
+                Ok(results)
+            }
+            Err(CoordinationError::MultiOpFailed { index: 0, error })
+                if matches!(
+                    *error,
+                    CoordinationError::BadVersion { .. } | CoordinationError::NoNode { .. }
+                ) =>
+            {
+                tracing::warn!(
+                    controller_epoch = epoch.epoch,
+                    "controller write fenced: controller moved"
+                );
+                Err(KafkaZkError::ControllerMoved {
+                    expected_version: epoch.zk_version,
+                })
+            }
+            Err(CoordinationError::MultiOpFailed { index, error }) if index > 0 => {
+                Err(CoordinationError::MultiOpFailed {
+                    index: index - 1,
+                    error,
+                }
+                .into())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Resigns: deletes `/controller`, fenced by `epoch` (a stale controller cannot delete its
+    /// successor's registration).
+    pub async fn resign(&self, epoch: ControllerEpoch) -> Result<(), KafkaZkError> {
+        match self
+            .fenced_multi(epoch, vec![Op::delete(paths::CONTROLLER, ANY_VERSION)])
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(KafkaZkError::Coordination(e)) if e.is_no_node() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// KIP-380: registers this broker with the ephemeral `/brokers/ids/<id>` and returns its
+    /// broker epoch, the znode's czxid. A registration already held by this same session
+    /// (a retried create) is returned as is; one held by another session is
+    /// [`KafkaZkError::BrokerIdTaken`].
+    pub async fn register_broker(
+        &self,
+        id: i32,
+        registration: &BrokerRegistration,
+    ) -> Result<i64, KafkaZkError> {
+        let path = paths::broker(id);
+        let data = registration.to_json().map_err(data_err(&path))?;
+        match self.coord.create(&path, &data, CreateMode::Ephemeral).await {
+            Ok((_, stat)) if stat.czxid > 0 => {
+                tracing::info!(broker = id, broker_epoch = stat.czxid, "registered broker");
+                Ok(stat.czxid)
+            }
+            Ok(_) => Ok(self.coord.get_data(&path, false).await?.1.czxid),
+            Err(e) if e.is_node_exists() => {
+                let (_, stat) = self.coord.get_data(&path, false).await?;
+                if stat.ephemeral_owner == self.coord.session_id() {
+                    Ok(stat.czxid)
+                } else {
+                    Err(KafkaZkError::BrokerIdTaken {
+                        id,
+                        owner: stat.ephemeral_owner,
+                    })
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The registration and broker epoch (czxid) of broker `id`, if registered.
+    pub async fn broker(&self, id: i32) -> Result<Option<(BrokerRegistration, i64)>, KafkaZkError> {
+        let path = paths::broker(id);
+        match self.coord.get_data(&path, false).await {
+            Ok((data, stat)) => Ok(Some((
+                BrokerRegistration::from_json(&data).map_err(data_err(&path))?,
+                stat.czxid,
+            ))),
+            Err(e) if e.is_no_node() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The ids of the registered brokers, ascending (children of `/brokers/ids` that are not
+    /// integers are skipped); with `watch`, watches the set.
+    pub async fn live_broker_ids(&self, watch: bool) -> Result<Vec<i32>, KafkaZkError> {
+        let mut ids: Vec<i32> = self
+            .coord
+            .children(paths::BROKER_IDS, watch)
+            .await?
+            .iter()
+            .filter_map(|c| paths::parse_broker_id(c))
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Reads the states of `partitions` with all requests in flight at once (pipelined): per
+    /// partition, the state and its znode version (the partition epoch), `None` if absent.
+    pub async fn partition_states(
+        &self,
+        partitions: &[(String, i32)],
+    ) -> Vec<Result<Option<(PartitionStateZNode, i32)>, KafkaZkError>> {
+        let reads = partitions.iter().map(|(topic, partition)| async move {
+            let path = paths::partition_state(topic, *partition);
+            match self.coord.get_data(&path, false).await {
+                Ok((data, stat)) => Ok(Some((
+                    PartitionStateZNode::from_json(&data).map_err(data_err(&path))?,
+                    stat.version,
+                ))),
+                Err(e) if e.is_no_node() => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        });
+        join_all(reads).await
+    }
+
+    /// K1 / KAFKA-NOTES §4.3: writes a partition state with compare-and-set on its znode
+    /// version, fenced by the controller epoch; returns the new version (partition epoch).
+    /// `BadVersion` (a leader changed the ISR meanwhile) comes back as
+    /// `Coordination(MultiOpFailed { index: 0, BadVersion })`: re-read and retry.
+    pub async fn set_partition_state(
+        &self,
+        epoch: ControllerEpoch,
+        topic: &str,
+        partition: i32,
+        state: &PartitionStateZNode,
+        expected_version: i32,
+    ) -> Result<i32, KafkaZkError> {
+        let path = paths::partition_state(topic, partition);
+        let data = state.to_json().map_err(data_err(&path))?;
+        let results = self
+            .fenced_multi(epoch, vec![Op::set_data(&path, data, expected_version)])
+            .await?;
+        match results.first() {
+            Some(OpResult::SetData { stat }) => Ok(stat.version),
+            _ => Err(CoordinationError::Backend("unexpected set_data result".into()).into()),
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The znode layout of ZooKeeper-mode Kafka: paths and typed JSON contents (KAFKA-NOTES §5,
+//! Kafka's `ZkData.scala`), so the controller's state is where, and as, Kafka keeps it.
+//!
+//! Every JSON type keeps fields it does not know in `extra` and writes them back unchanged, so
+//! a read-modify-write never drops what a newer Kafka wrote. Malformed content decodes to a
+//! [`ZkDataError`], never a panic.
+//!
+//! ```
+//! use kafka_controller::zk_data::{paths, PartitionStateZNode};
+//!
+//! let path = paths::partition_state("orders", 0);
+//! assert_eq!(path, "/brokers/topics/orders/partitions/0/state");
+//! let json = br#"{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":7,"isr":[1,2]}"#;
+//! let mut state = PartitionStateZNode::from_json(json)?;
+//! state.isr.push(3);
+//! assert_eq!(
+//!     state.to_json()?,
+//!     br#"{"version":1,"leader":1,"leader_epoch":3,"controller_epoch":7,"isr":[1,2,3]}"#.to_vec()
+//! );
+//! # Ok::<(), kafka_controller::zk_data::ZkDataError>(())
+//! ```
+
+mod admin;
+mod broker;
+mod config;
+mod controller;
+mod error;
+mod kafka_zk;
+pub mod paths;
+mod topic;
+
+pub use admin::{
+    IsrChangeNotification, LogDirEventNotification, PreferredReplicaElection, ReassignPartitions,
+    ReassignmentEntry, TopicPartitionEntry,
+};
+pub use broker::{BrokerRegistration, FeatureRange};
+pub use config::{ClusterId, ConfigChangeNotification, TopicConfig};
+pub use controller::{decode_controller_epoch, encode_controller_epoch, ControllerZNode};
+pub use error::ZkDataError;
+pub use kafka_zk::{Campaign, ControllerEpoch, KafkaZkClient, KafkaZkError};
+pub use topic::{PartitionStateZNode, TopicAssignment, LEADER_RECOVERED};

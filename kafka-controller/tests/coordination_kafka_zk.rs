@@ -1,0 +1,255 @@
+//! Controller election, fencing, broker registration and partition-state CAS through
+//! `KafkaZkClient` on the in-memory coordination service.
+
+use std::sync::Arc;
+
+use kafka_controller::coordination::{CoordinationError, CreateMode, MemoryTree, Op, ANY_VERSION};
+use kafka_controller::zk_data::{
+    paths, BrokerRegistration, Campaign, ControllerEpoch, ControllerZNode, KafkaZkClient,
+    KafkaZkError, PartitionStateZNode,
+};
+
+fn client(tree: &MemoryTree) -> KafkaZkClient {
+    KafkaZkClient::new(Arc::new(tree.connect()))
+}
+
+fn elected(c: Campaign) -> ControllerEpoch {
+    match c {
+        Campaign::Elected(e) => e,
+        Campaign::Lost { controller } => panic!("lost to {controller:?}"),
+    }
+}
+
+#[tokio::test]
+async fn k6_1_first_controller_creates_the_epoch_and_wins_epoch_1() -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let b1 = client(&tree);
+    b1.create_persistent_paths().await?;
+    let won = elected(b1.campaign(1, 1_700_000_000_000).await?);
+    assert_eq!(won.epoch, 1);
+    let (record, owner) = b1.controller(false).await?.expect("registered");
+    assert_eq!(record, ControllerZNode::new(1, 1_700_000_000_000));
+    assert_eq!(owner, b1.coordination().session_id());
+    let (data, stat) = b1
+        .coordination()
+        .get_data(paths::CONTROLLER_EPOCH, false)
+        .await?;
+    assert_eq!(data, b"1");
+    assert_eq!(stat.version, won.zk_version);
+    let (_, controller_stat) = b1.coordination().get_data(paths::CONTROLLER, false).await?;
+    assert_eq!(
+        controller_stat.czxid, stat.mzxid,
+        "/controller and the epoch bump are one transaction"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn k6_second_broker_loses_while_a_controller_lives() -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let (b1, b2) = (client(&tree), client(&tree));
+    elected(b1.campaign(1, 0).await?);
+    assert_eq!(
+        b2.campaign(2, 0).await?,
+        Campaign::Lost {
+            controller: Some(1)
+        }
+    );
+    assert_eq!(b2.controller_epoch().await?.map(|e| e.epoch), Some(1));
+    Ok(())
+}
+
+#[tokio::test]
+async fn k6_1_successor_after_controller_session_expiry_gets_a_higher_epoch(
+) -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let (b1, b2) = (client(&tree), client(&tree));
+    let first = elected(b1.campaign(1, 0).await?);
+    assert!(b2.controller(true).await?.is_some());
+    tree.expire(b1.coordination().session_id());
+    assert!(
+        b2.controller(false).await?.is_none(),
+        "/controller is ephemeral"
+    );
+    let second = elected(b2.campaign(2, 0).await?);
+    assert_eq!(second.epoch, first.epoch + 1);
+    assert!(second.zk_version > first.zk_version);
+    Ok(())
+}
+
+#[tokio::test]
+async fn kafka_6082_stale_controller_write_is_fenced_and_nothing_lands() -> Result<(), KafkaZkError>
+{
+    let tree = MemoryTree::new();
+    let (b1, b2) = (client(&tree), client(&tree));
+    b1.create_persistent_paths().await?;
+    let stale = elected(b1.campaign(1, 0).await?);
+    tree.expire(b1.coordination().session_id());
+    let fresh = elected(b2.campaign(2, 0).await?);
+    let zombie = b1
+        .fenced_multi(
+            stale,
+            vec![Op::create(
+                paths::topic("t"),
+                b"{}".to_vec(),
+                CreateMode::Persistent,
+            )],
+        )
+        .await;
+    assert_eq!(
+        zombie,
+        Err(KafkaZkError::ControllerMoved {
+            expected_version: stale.zk_version
+        })
+    );
+    assert!(b2
+        .coordination()
+        .exists(&paths::topic("t"), false)
+        .await?
+        .is_none());
+    // The live controller's fenced writes pass, and report op indexes of its own ops.
+    let ok = b2
+        .fenced_multi(
+            fresh,
+            vec![Op::create(
+                paths::topic("t"),
+                b"{}".to_vec(),
+                CreateMode::Persistent,
+            )],
+        )
+        .await?;
+    assert_eq!(ok.len(), 1);
+    let failed = b2
+        .fenced_multi(
+            fresh,
+            vec![
+                Op::create(paths::topic("u"), Vec::new(), CreateMode::Persistent),
+                Op::delete(paths::topic("missing"), ANY_VERSION),
+            ],
+        )
+        .await;
+    assert!(matches!(
+        failed,
+        Err(KafkaZkError::Coordination(
+            CoordinationError::MultiOpFailed { index: 1, .. }
+        ))
+    ));
+    // A stale controller cannot delete its successor's /controller either.
+    assert!(b1.resign(stale).await.is_err());
+    assert!(b2.controller(false).await?.is_some());
+    b2.resign(fresh).await?;
+    assert!(b2.controller(false).await?.is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn kip_380_broker_epoch_is_the_registration_czxid_and_grows_on_reregistration(
+) -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let broker = client(&tree);
+    let other = client(&tree);
+    broker.create_persistent_paths().await?;
+    let reg = BrokerRegistration::plaintext("h1", 9092, Some("r1"), 0);
+    let epoch1 = broker.register_broker(1, &reg).await?;
+    assert_eq!(
+        broker.register_broker(1, &reg).await?,
+        epoch1,
+        "idempotent for the same session"
+    );
+    assert!(matches!(
+        other.register_broker(1, &reg).await,
+        Err(KafkaZkError::BrokerIdTaken { id: 1, .. })
+    ));
+    let (read, read_epoch) = other.broker(1).await?.expect("registered");
+    assert_eq!((read, read_epoch), (reg.clone(), epoch1));
+    tree.expire(broker.coordination().session_id());
+    assert_eq!(other.live_broker_ids(false).await?, Vec::<i32>::new());
+    let epoch2 = broker.register_broker(1, &reg).await?;
+    assert!(epoch2 > epoch1, "a bounced broker has a larger epoch");
+    other.register_broker(2, &reg).await?;
+    assert_eq!(other.live_broker_ids(false).await?, vec![1, 2]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn k1_partition_state_cas_detects_a_concurrent_isr_change() -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let controller = client(&tree);
+    let leader = client(&tree);
+    controller.create_persistent_paths().await?;
+    let epoch = elected(controller.campaign(1, 0).await?);
+    let state = PartitionStateZNode::new(1, 0, epoch.epoch, vec![1, 2, 3]);
+    let c = controller.coordination();
+    c.create(&paths::topic("t"), b"{}", CreateMode::Persistent)
+        .await?;
+    c.create(&paths::topic_partitions("t"), b"", CreateMode::Persistent)
+        .await?;
+    c.create(&paths::partition("t", 0), b"", CreateMode::Persistent)
+        .await?;
+    c.create(
+        &paths::partition_state("t", 0),
+        &state.to_json().map_err(|e| KafkaZkError::Data {
+            path: String::new(),
+            error: e,
+        })?,
+        CreateMode::Persistent,
+    )
+    .await?;
+    let read = controller
+        .partition_states(&[("t".into(), 0), ("t".into(), 1)])
+        .await;
+    assert_eq!(read.len(), 2);
+    assert_eq!(read[0], Ok(Some((state.clone(), 0))));
+    assert_eq!(read[1], Ok(None));
+    // The leader shrinks the ISR (its own CAS at version 0).
+    let shrunk = PartitionStateZNode::new(1, 0, epoch.epoch, vec![1, 2]);
+    leader
+        .coordination()
+        .set_data(
+            &paths::partition_state("t", 0),
+            &shrunk.to_json().map_err(|e| KafkaZkError::Data {
+                path: String::new(),
+                error: e,
+            })?,
+            0,
+        )
+        .await?;
+    // The controller's write based on version 0 fails; after a re-read it succeeds.
+    let new_leader = PartitionStateZNode::new(2, 1, epoch.epoch, vec![2, 3]);
+    let stale = controller
+        .set_partition_state(epoch, "t", 0, &new_leader, 0)
+        .await;
+    assert!(matches!(&stale, Err(KafkaZkError::Coordination(e)) if e.is_bad_version()));
+    let reread = controller.partition_states(&[("t".into(), 0)]).await;
+    assert_eq!(reread[0], Ok(Some((shrunk, 1))));
+    let v = controller
+        .set_partition_state(epoch, "t", 0, &new_leader, 1)
+        .await?;
+    assert_eq!(v, 2, "the znode version is the partition epoch");
+    Ok(())
+}
+
+#[tokio::test]
+async fn malformed_controller_epoch_is_a_typed_error() -> Result<(), CoordinationError> {
+    let tree = MemoryTree::new();
+    let b1 = client(&tree);
+    b1.coordination()
+        .create(
+            paths::CONTROLLER_EPOCH,
+            b"not-a-number",
+            CreateMode::Persistent,
+        )
+        .await?;
+    assert!(matches!(
+        b1.campaign(1, 0).await,
+        Err(KafkaZkError::Data { .. })
+    ));
+    b1.coordination()
+        .create(paths::CONTROLLER, b"{broken", CreateMode::Ephemeral)
+        .await?;
+    assert!(matches!(
+        b1.controller(false).await,
+        Err(KafkaZkError::Data { .. })
+    ));
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The coordination conformance suite against a real ZooKeeper 3.8 server started by
+//! `ha-testkit`, plus reconnection after a server restart. Fails under `CI` when ZooKeeper is
+//! missing; skips with a notice otherwise.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use ha_testkit::{require_zookeeper, ZkEnsemble};
+use kafka_controller::coordination::conformance::{self, ConformanceHarness};
+use kafka_controller::coordination::{
+    Coordination, CoordinationError, CoordinationEvent, CreateMode, SessionEvent, SessionId,
+    ZooKeeperCoordination, ZooKeeperOptions,
+};
+
+struct ZkHarness {
+    connect_string: String,
+    // Weak: a case that drops its client must close the session.
+    clients: Mutex<Vec<Weak<ZooKeeperCoordination>>>,
+}
+
+impl ZkHarness {
+    fn new(zk: &ZkEnsemble) -> ZkHarness {
+        ZkHarness {
+            connect_string: zk.connect_string(),
+            clients: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+fn options() -> ZooKeeperOptions {
+    ZooKeeperOptions {
+        // Generous: the test machine may be heavily loaded.
+        session_timeout: Duration::from_secs(15),
+        connection_timeout: Duration::from_secs(10),
+    }
+}
+
+#[async_trait]
+impl ConformanceHarness for ZkHarness {
+    async fn connect(&self) -> Result<Arc<dyn Coordination>, CoordinationError> {
+        let client =
+            Arc::new(ZooKeeperCoordination::connect_with(&self.connect_string, options()).await?);
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(&client));
+        Ok(client)
+    }
+
+    async fn expire(&self, session: SessionId) -> Result<(), CoordinationError> {
+        let client = self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|c| c.session_id() == session);
+        match client {
+            Some(c) => c.expire_session().await,
+            None => Err(CoordinationError::SessionExpired),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("conformance_suite_on_real_zookeeper")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let h = ZkHarness::new(&zk);
+    let mut failures = Vec::new();
+    macro_rules! case {
+        ($name:ident) => {
+            match conformance::$name(&h).await {
+                Ok(()) => println!("conformance {} ... ok", stringify!($name)),
+                Err(e) => {
+                    println!("conformance {} ... FAILED: {e}", stringify!($name));
+                    failures.push(e.to_string());
+                }
+            }
+        };
+    }
+    case!(create_and_read);
+    case!(typed_errors);
+    case!(sequential_nodes);
+    case!(conditional_writes);
+    case!(multi_is_atomic);
+    case!(data_watch_is_one_shot);
+    case!(exists_watch_sees_creation);
+    case!(child_watch);
+    case!(session_expiry);
+    case!(close_removes_ephemerals);
+    assert!(
+        failures.is_empty(),
+        "failed cases:\n{}",
+        failures.join("\n")
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_reconnects_within_its_session_after_a_server_restart(
+) -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("client_reconnects_within_its_session_after_a_server_restart")? {
+        return Ok(());
+    }
+    let mut zk = ZkEnsemble::standalone()?;
+    let client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
+    let session = client.session_id();
+    client
+        .create("/broker", b"{}", CreateMode::Ephemeral)
+        .await?;
+    let mut events = client.events();
+    zk.kill(1)?; // a crash: the session lives on in the server's transaction log
+    zk.restart(1)?;
+    zk.wait_serving(1, Duration::from_secs(30))?;
+    let mut saw_disconnect = false;
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(30), events.next()).await?;
+        match next {
+            Some(CoordinationEvent::Session(SessionEvent::Disconnected)) => saw_disconnect = true,
+            Some(CoordinationEvent::Session(SessionEvent::Connected { session_id })) => {
+                assert_eq!(session_id, session, "same session after reconnection");
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(saw_disconnect, "the connection loss was reported");
+    let (_, stat) = client.get_data("/broker", false).await?;
+    assert_eq!(
+        stat.ephemeral_owner, session,
+        "the session and its ephemeral survived"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_fences_the_old_one(
+) -> Result<(), Box<dyn std::error::Error>> {
+    use kafka_controller::coordination::{Op, WatchEvent, WatchEventKind};
+    use kafka_controller::zk_data::{paths, Campaign, KafkaZkClient, KafkaZkError};
+
+    if !require_zookeeper("k6_controller_session_expiry_on_real_zookeeper")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+    let c2 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+    let (b1, b2) = (
+        KafkaZkClient::new(c1.clone()),
+        KafkaZkClient::new(c2.clone()),
+    );
+    b1.create_persistent_paths().await?;
+    let Campaign::Elected(first) = b1.campaign(1, 1).await? else {
+        panic!("broker 1 must win an empty cluster");
+    };
+    assert_eq!(
+        b2.campaign(2, 2).await?,
+        Campaign::Lost {
+            controller: Some(1)
+        }
+    );
+    let mut events = c2.events();
+    assert!(b2.controller(true).await?.is_some());
+    c1.expire_session().await?;
+    // Broker 2 sees /controller vanish and takes over with the next epoch.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), events.next()).await? {
+            Some(CoordinationEvent::Watch(WatchEvent {
+                kind: WatchEventKind::NodeDeleted,
+                path,
+            })) if path == paths::CONTROLLER => break,
+            Some(CoordinationEvent::Session(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let Campaign::Elected(second) = b2.campaign(2, 3).await? else {
+        panic!("broker 2 must win after the controller's session expired");
+    };
+    assert_eq!(second.epoch, first.epoch + 1);
+    // Broker 1's client renews its session; its writes as the old controller are fenced.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let zombie = loop {
+        let r = b1
+            .fenced_multi(
+                first,
+                vec![Op::create("/zombie", Vec::new(), CreateMode::Persistent)],
+            )
+            .await;
+        match &r {
+            Err(KafkaZkError::Coordination(e))
+                if e.is_session_problem() && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => break r,
+        }
+    };
+    assert!(
+        matches!(zombie, Err(KafkaZkError::ControllerMoved { .. })),
+        "{zombie:?}"
+    );
+    assert!(c2.exists("/zombie", false).await?.is_none());
+    Ok(())
+}
