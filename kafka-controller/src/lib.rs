@@ -66,8 +66,11 @@
 //! assert_eq!(lai, vec![2, 3]);
 //! ```
 
+pub mod admin;
 pub mod assignment;
+pub mod broker_channel;
 pub mod context;
+pub mod controller;
 pub mod coordination;
 pub mod election;
 pub mod partition_state_machine;
