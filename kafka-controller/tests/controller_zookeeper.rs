@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ha_testkit::{require_zookeeper, ZkEnsemble};
+use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
 use kafka_controller::admin;
 use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::context::BrokerId;
@@ -32,7 +32,19 @@ fn config(id: BrokerId) -> ControllerConfig {
 
 struct ZkBroker {
     client: Arc<ZooKeeperCoordination>,
+    proxy: TcpProxy,
     handle: ControllerHandle,
+}
+
+impl ZkBroker {
+    /// Expires this broker's session: cut off, session closed from a second connection,
+    /// reconnected (it then reports `Expired` and opens a new session).
+    async fn expire(&self, zk: &ZkEnsemble) -> Result<(), Box<dyn std::error::Error>> {
+        self.proxy.pause();
+        let closed = self.client.close_session_at(&zk.connect_string()).await;
+        self.proxy.resume();
+        Ok(closed?)
+    }
 }
 
 async fn start_broker(
@@ -40,8 +52,9 @@ async fn start_broker(
     id: BrokerId,
     channel: &MemoryBrokerChannel,
 ) -> Result<ZkBroker, Box<dyn std::error::Error>> {
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
     let client =
-        Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+        Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
     let kzk = KafkaZkClient::new(client.clone());
     kzk.create_persistent_paths().await?;
     kzk.register_broker(
@@ -50,7 +63,11 @@ async fn start_broker(
     )
     .await?;
     let handle = Controller::start(config(id), client.clone(), Arc::new(channel.clone()));
-    Ok(ZkBroker { client, handle })
+    Ok(ZkBroker {
+        client,
+        proxy,
+        handle,
+    })
 }
 
 async fn leader(admin: &ZooKeeperCoordination, topic: &str, p: i32) -> Option<i32> {
@@ -102,7 +119,7 @@ async fn k1_on_zookeeper_a_broker_session_expiry_moves_its_leaderships() -> Test
             && leader(&admin_client, "t", 1).await == Some(2)
     })
     .await?;
-    b2.client.expire_session().await?;
+    b2.expire(&zk).await?;
     eventually("leaderships moved off 2", || async {
         leader(&admin_client, "t", 0).await == Some(1)
             && leader(&admin_client, "t", 1).await == Some(3)
@@ -131,7 +148,7 @@ async fn k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_hi
         .await
         .ok_or("broker 1 not elected")?;
     let b2 = start_broker(&zk, 2, &channel).await?;
-    b1.client.expire_session().await?;
+    b1.expire(&zk).await?;
     eventually("a controller with a higher epoch", || async {
         [&b1, &b2]
             .iter()

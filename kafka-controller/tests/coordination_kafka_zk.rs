@@ -253,3 +253,151 @@ async fn malformed_controller_epoch_is_a_typed_error() -> Result<(), Coordinatio
     ));
     Ok(())
 }
+
+#[tokio::test]
+async fn k2_2_topic_creation_writes_assignment_then_partition_states_fenced(
+) -> Result<(), KafkaZkError> {
+    use kafka_controller::zk_data::TopicAssignment;
+    use std::collections::BTreeMap;
+
+    let tree = MemoryTree::new();
+    let controller = client(&tree);
+    controller.create_persistent_paths().await?;
+    let epoch = elected(controller.campaign(1, 0).await?);
+    let assignment = TopicAssignment::new(BTreeMap::from([(0, vec![1, 2]), (1, vec![2, 1])]));
+    controller
+        .create_topic_assignment(epoch, "t", &assignment)
+        .await?;
+    assert_eq!(controller.topics(false).await?, vec!["t".to_string()]);
+    assert_eq!(
+        controller.topic_assignment("t", false).await?,
+        Some((assignment.clone(), 0))
+    );
+    let states = vec![
+        (
+            "t".to_string(),
+            0,
+            PartitionStateZNode::new(1, 0, epoch.epoch, vec![1, 2]),
+        ),
+        (
+            "t".to_string(),
+            1,
+            PartitionStateZNode::new(2, 0, epoch.epoch, vec![2, 1]),
+        ),
+    ];
+    let created = controller.create_partition_states(epoch, &states).await;
+    assert_eq!(created, vec![Ok(0), Ok(0)]);
+    let again = controller
+        .create_partition_states(epoch, &states[..1])
+        .await;
+    assert!(matches!(&again[0], Err(KafkaZkError::Coordination(e)) if e.is_node_exists()));
+    let updates = vec![
+        (
+            "t".to_string(),
+            0,
+            PartitionStateZNode::new(2, 1, epoch.epoch, vec![2]),
+            0,
+        ),
+        (
+            "t".to_string(),
+            1,
+            PartitionStateZNode::new(1, 1, epoch.epoch, vec![1]),
+            7,
+        ),
+    ];
+    let written = controller.set_partition_states(epoch, &updates).await;
+    assert_eq!(written[0], Ok(1));
+    assert!(matches!(&written[1], Err(KafkaZkError::Coordination(e)) if e.is_bad_version()));
+    Ok(())
+}
+
+#[tokio::test]
+async fn isr_change_notifications_are_sequential_read_in_order_and_deleted_fenced(
+) -> Result<(), KafkaZkError> {
+    use kafka_controller::zk_data::TopicPartitionEntry;
+
+    let tree = MemoryTree::new();
+    let controller = client(&tree);
+    let broker = client(&tree);
+    controller.create_persistent_paths().await?;
+    let epoch = elected(controller.campaign(1, 0).await?);
+    let first = broker
+        .create_isr_change_notification(vec![TopicPartitionEntry::new("t", 0)])
+        .await?;
+    let second = broker
+        .create_isr_change_notification(vec![TopicPartitionEntry::new("t", 1)])
+        .await?;
+    assert!(first.starts_with(paths::ISR_CHANGE_PREFIX) && first < second);
+    let names = controller.isr_change_notifications(true).await?;
+    assert_eq!(names.len(), 2);
+    let read = controller.read_isr_change_notifications(&names).await;
+    let partitions: Vec<i32> = read
+        .into_iter()
+        .map(|r| r.map(|n| n.map(|n| n.partitions[0].partition)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(partitions, vec![0, 1], "oldest first");
+    controller
+        .delete_isr_change_notifications(epoch, &names)
+        .await?;
+    assert!(controller.isr_change_notifications(false).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn k6_2_k6_3_admin_requests_are_watched_even_before_they_exist() -> Result<(), KafkaZkError> {
+    use futures::StreamExt;
+    use kafka_controller::coordination::{CoordinationEvent, WatchEvent, WatchEventKind};
+
+    let tree = MemoryTree::new();
+    let controller = client(&tree);
+    let admin = client(&tree);
+    controller.create_persistent_paths().await?;
+    let epoch = elected(controller.campaign(1, 0).await?);
+    let mut events = controller.coordination().events();
+    assert!(controller.reassignment_request(true).await?.is_none());
+    assert!(controller
+        .preferred_replica_election_request(true)
+        .await?
+        .is_none());
+    admin
+        .coordination()
+        .create(
+            paths::REASSIGN_PARTITIONS,
+            br#"{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}"#,
+            CreateMode::Persistent,
+        )
+        .await?;
+    assert_eq!(
+        events.next().await,
+        Some(CoordinationEvent::Watch(WatchEvent {
+            kind: WatchEventKind::NodeCreated,
+            path: paths::REASSIGN_PARTITIONS.into()
+        }))
+    );
+    let (request, version) = controller
+        .reassignment_request(true)
+        .await?
+        .expect("present");
+    assert_eq!(request.partitions[0].replicas, vec![4, 5, 6]);
+    controller
+        .delete_admin_request(epoch, paths::REASSIGN_PARTITIONS, version)
+        .await?;
+    assert!(controller.reassignment_request(false).await?.is_none());
+    // Malformed admin JSON is a typed error, not a panic.
+    admin
+        .coordination()
+        .create(
+            paths::PREFERRED_REPLICA_ELECTION,
+            b"[1,2",
+            CreateMode::Persistent,
+        )
+        .await?;
+    assert!(matches!(
+        controller.preferred_replica_election_request(false).await,
+        Err(KafkaZkError::Data { .. })
+    ));
+    Ok(())
+}

@@ -31,6 +31,7 @@ conformance_case!(
     exists_watch_sees_creation,
     child_watch,
     session_expiry,
+    connection_loss_keeps_the_session,
     close_removes_ephemerals,
 );
 

@@ -7,25 +7,40 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use ha_testkit::{require_zookeeper, ZkEnsemble};
+use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
 use kafka_controller::coordination::conformance::{self, ConformanceHarness};
 use kafka_controller::coordination::{
     Coordination, CoordinationError, CoordinationEvent, CreateMode, SessionEvent, SessionId,
     ZooKeeperCoordination, ZooKeeperOptions,
 };
 
+/// Each client connects through its own pausable proxy, so a test can cut it off and close
+/// its session from a direct connection without the client's reconnection racing it.
 struct ZkHarness {
-    connect_string: String,
+    direct: String,
+    zk_port: u16,
     // Weak: a case that drops its client must close the session.
-    clients: Mutex<Vec<Weak<ZooKeeperCoordination>>>,
+    clients: Mutex<Vec<(Weak<ZooKeeperCoordination>, Arc<TcpProxy>)>>,
 }
 
 impl ZkHarness {
-    fn new(zk: &ZkEnsemble) -> ZkHarness {
-        ZkHarness {
-            connect_string: zk.connect_string(),
+    fn new(zk: &ZkEnsemble) -> Result<ZkHarness, ha_testkit::TestkitError> {
+        Ok(ZkHarness {
+            direct: zk.connect_string(),
+            zk_port: zk.client_port(1)?,
             clients: Mutex::new(Vec::new()),
-        }
+        })
+    }
+}
+
+impl ZkHarness {
+    fn proxy_of(&self, session: SessionId) -> Option<Arc<TcpProxy>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(c, _)| c.upgrade().is_some_and(|c| c.session_id() == session))
+            .map(|(_, p)| p.clone())
     }
 }
 
@@ -40,27 +55,45 @@ fn options() -> ZooKeeperOptions {
 #[async_trait]
 impl ConformanceHarness for ZkHarness {
     async fn connect(&self) -> Result<Arc<dyn Coordination>, CoordinationError> {
+        let proxy = Arc::new(
+            TcpProxy::to_local_port(self.zk_port)
+                .map_err(|e| CoordinationError::Backend(e.to_string()))?,
+        );
         let client =
-            Arc::new(ZooKeeperCoordination::connect_with(&self.connect_string, options()).await?);
+            Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
         self.clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&client));
+            .push((Arc::downgrade(&client), proxy));
         Ok(client)
     }
 
     async fn expire(&self, session: SessionId) -> Result<(), CoordinationError> {
-        let client = self
+        let found = self
             .clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .filter_map(Weak::upgrade)
-            .find(|c| c.session_id() == session);
-        match client {
-            Some(c) => c.expire_session().await,
-            None => Err(CoordinationError::SessionExpired),
+            .filter_map(|(c, p)| c.upgrade().map(|c| (c, p.clone())))
+            .find(|(c, _)| c.session_id() == session);
+        let Some((client, proxy)) = found else {
+            return Err(CoordinationError::SessionExpired);
+        };
+        proxy.pause();
+        let closed = client.close_session_at(&self.direct).await;
+        proxy.resume();
+        closed
+    }
+
+    async fn disconnect(&self, session: SessionId) -> Result<bool, CoordinationError> {
+        Ok(self.proxy_of(session).map(|p| p.pause()).is_some())
+    }
+
+    async fn reconnect(&self, session: SessionId) -> Result<(), CoordinationError> {
+        if let Some(p) = self.proxy_of(session) {
+            p.resume();
         }
+        Ok(())
     }
 }
 
@@ -70,12 +103,17 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
         return Ok(());
     }
     let zk = ZkEnsemble::standalone()?;
-    let h = ZkHarness::new(&zk);
+    let h = ZkHarness::new(&zk)?;
     let mut failures = Vec::new();
     macro_rules! case {
         ($name:ident) => {
+            let started = std::time::Instant::now();
             match conformance::$name(&h).await {
-                Ok(()) => println!("conformance {} ... ok", stringify!($name)),
+                Ok(()) => println!(
+                    "conformance {} ... ok ({:?})",
+                    stringify!($name),
+                    started.elapsed()
+                ),
                 Err(e) => {
                     println!("conformance {} ... FAILED: {e}", stringify!($name));
                     failures.push(e.to_string());
@@ -92,6 +130,7 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
     case!(exists_watch_sees_creation);
     case!(child_watch);
     case!(session_expiry);
+    case!(connection_loss_keeps_the_session);
     case!(close_removes_ephemerals);
     assert!(
         failures.is_empty(),
@@ -148,7 +187,8 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
         return Ok(());
     }
     let zk = ZkEnsemble::standalone()?;
-    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
+    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
     let c2 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
     let (b1, b2) = (
         KafkaZkClient::new(c1.clone()),
@@ -166,7 +206,10 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
     );
     let mut events = c2.events();
     assert!(b2.controller(true).await?.is_some());
-    c1.expire_session().await?;
+    // Broker 1 (the controller) is cut off and its session ends.
+    proxy.pause();
+    c1.close_session_at(&zk.connect_string()).await?;
+    proxy.resume();
     // Broker 2 sees /controller vanish and takes over with the next epoch.
     loop {
         match tokio::time::timeout(Duration::from_secs(20), events.next()).await? {
@@ -205,5 +248,43 @@ async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_f
         "{zombie:?}"
     );
     assert!(c2.exists("/zombie", false).await?.is_none());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_fails_over_to_another_ensemble_member_keeping_its_session(
+) -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("client_fails_over_to_another_ensemble_member_keeping_its_session")? {
+        return Ok(());
+    }
+    let mut zk = ZkEnsemble::start(3)?;
+    let leader = zk.wait_for_leader(Duration::from_secs(60))?;
+    let client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
+    let session = client.session_id();
+    client
+        .create("/broker", b"{}", CreateMode::Ephemeral)
+        .await?;
+    let mut events = client.events();
+    zk.kill(leader)?;
+    let next_leader = zk.wait_for_leader(Duration::from_secs(60))?;
+    assert_ne!(next_leader, leader);
+    // Whichever member the client was on, it loses the connection and reconnects elsewhere.
+    let mut saw_disconnect = false;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), events.next()).await? {
+            Some(CoordinationEvent::Session(SessionEvent::Disconnected)) => saw_disconnect = true,
+            Some(CoordinationEvent::Session(SessionEvent::Connected { session_id })) => {
+                assert_eq!(session_id, session);
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(saw_disconnect);
+    let (_, stat) = client.get_data("/broker", false).await?;
+    assert_eq!(
+        stat.ephemeral_owner, session,
+        "the ephemeral survived the fail-over"
+    );
     Ok(())
 }

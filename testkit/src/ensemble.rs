@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::TestkitError;
 use crate::four_letter::{four_letter_word, ServerMode, SrvrStats};
 use crate::install::Installation;
 use crate::ports::free_ports;
+use crate::process::ServerProcess;
 
 /// How often the harness polls a server while waiting.
 const POLL: Duration = Duration::from_millis(50);
@@ -175,7 +176,7 @@ impl ZkEnsembleBuilder {
 struct Server {
     dir: PathBuf,
     ports: ServerPorts,
-    child: Option<Child>,
+    child: Option<ServerProcess>,
 }
 
 /// Real ZooKeeper servers on loopback. Dropping it kills exactly the processes it started and
@@ -331,7 +332,8 @@ impl ZkEnsemble {
         let log_err = log
             .try_clone()
             .map_err(|e| TestkitError::io("duplicate the log handle", e))?;
-        let child = Command::new(&java)
+        let mut command = Command::new(&java);
+        command
             .arg(format!("-Xmx{heap}m"))
             .arg("-XX:+UseSerialGC")
             .arg("-XX:TieredStopAtLevel=1")
@@ -346,8 +348,8 @@ impl ZkEnsemble {
             .current_dir(&server.dir)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log_err)
-            .spawn()
+            .stderr(log_err);
+        let child = ServerProcess::spawn(&mut command)
             .map_err(|e| TestkitError::io(format!("spawn {}", java.display()), e))?;
         server.child = Some(child);
         Ok(())
@@ -484,12 +486,9 @@ impl ZkEnsemble {
     pub fn kill(&mut self, sid: u64) -> Result<(), TestkitError> {
         let server = self.server_mut(sid)?;
         let mut child = server.child.take().ok_or(TestkitError::NotRunning(sid))?;
-        // An already exited process makes `kill` fail; reaping it below is all that is left.
-        let _ = child.kill();
         child
-            .wait()
-            .map_err(|e| TestkitError::io("reap a killed server", e))?;
-        Ok(())
+            .kill()
+            .map_err(|e| TestkitError::io("reap a killed server", e))
     }
 
     /// Stops server `sid` gracefully (SIGTERM through the `kill` command), falling back to
@@ -497,7 +496,7 @@ impl ZkEnsemble {
     pub fn stop(&mut self, sid: u64) -> Result<(), TestkitError> {
         let server = self.server_mut(sid)?;
         let child = server.child.as_mut().ok_or(TestkitError::NotRunning(sid))?;
-        let pid = child.id().to_string();
+        let pid = child.id().map(|p| p.to_string()).unwrap_or_default();
         let termed = Command::new("kill")
             .args(["-TERM", &pid])
             .stdout(Stdio::null())
@@ -564,7 +563,6 @@ impl Drop for ZkEnsemble {
         for server in self.servers.values_mut() {
             if let Some(mut child) = server.child.take() {
                 let _ = child.kill();
-                let _ = child.wait();
             }
         }
     }

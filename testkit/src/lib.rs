@@ -32,15 +32,21 @@
 //! A quorum may include members the harness does not start ([`ExternalServer`]), for an
 //! ensemble where one member is our own peer implementation; pick its ports with
 //! [`free_ports`].
+//!
+//! [`TcpProxy`] sits between a client and a server and can be paused, cutting the client off
+//! (a connection loss or a network partition) without touching either process.
 
 mod ensemble;
 mod error;
 mod four_letter;
 mod install;
 mod ports;
+mod process;
+mod proxy;
 
 pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
 pub use error::TestkitError;
 pub use four_letter::{four_letter_word, ServerMode, SrvrStats};
 pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
 pub use ports::free_ports;
+pub use proxy::TcpProxy;

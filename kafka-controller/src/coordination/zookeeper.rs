@@ -163,37 +163,31 @@ impl ZooKeeperCoordination {
         self.inner.current().client.clone()
     }
 
-    /// Makes the server expire this client's session now, with ZooKeeper's documented test
-    /// trick: a second connection with the same session id and password, closed at once. The
-    /// ephemerals vanish; this client then reports `Expired` and opens a new session. Retries
-    /// while this client's own reconnection races the second connection, and returns once the
-    /// session is gone (at most about 30 s).
-    pub async fn expire_session(&self) -> Result<(), CoordinationError> {
-        let target = self.session_id();
+    /// Ends this client's session as an expiry would, with ZooKeeper's documented test trick: a
+    /// second connection to `connect_string` with the same session id and password, closed
+    /// at once; returns once the server confirms the session is gone. Its ephemerals vanish;
+    /// when this client reconnects it reports `Expired` and opens a new session.
+    ///
+    /// Cut this client off first (e.g. connect it through `ha_testkit::TcpProxy` and pause it,
+    /// passing the server's own address here): otherwise its reconnection races the second
+    /// connection for the session and this may take long or fail.
+    pub async fn close_session_at(&self, connect_string: &str) -> Result<(), CoordinationError> {
+        let session = self.client().session().clone();
         let mut last = CoordinationError::ConnectionLoss;
-        for _ in 0..10 {
-            if self.session_id() != target {
-                return Ok(());
-            }
-            let session = self.client().session().clone();
+        for _ in 0..50 {
             let twin = zk::Client::connector()
-                .with_session(session)
+                .with_session(session.clone())
                 .with_session_timeout(self.inner.options.session_timeout)
                 .with_connection_timeout(self.inner.options.connection_timeout)
-                .connect(&self.inner.connect_string)
+                .connect(connect_string)
                 .await;
             match twin {
+                Err(zk::Error::SessionExpired) => return Ok(()),
                 // Dropping the only handle of the twin closes the session.
                 Ok(twin) => drop(twin),
-                Err(zk::Error::SessionExpired) => return Ok(()),
                 Err(e) => last = map_error(e, ""),
             }
-            for _ in 0..30 {
-                if self.session_id() != target || self.session_state() == SessionState::Expired {
-                    return Ok(());
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Err(last)
     }
@@ -251,18 +245,9 @@ async fn session_task(
     let mut pending: FuturesUnordered<BoxFuture<'static, Fired>> = FuturesUnordered::new();
     loop {
         tokio::select! {
+            // Session changes first: a watch delivered after a reconnection must not overtake
+            // the `Connected` it follows.
             biased;
-            Some(fired) = pending.next(), if !pending.is_empty() => {
-                let Some(inner) = inner.upgrade() else { return };
-                forward_watch(&inner, generation, fired);
-            }
-            reg = registrations.next() => {
-                let Some(reg) = reg else { return };
-                if reg.generation == generation {
-                    let (path, slot, id, watcher) = (reg.path, reg.slot, reg.id, reg.watcher);
-                    pending.push(async move { (path, slot, id, watcher.changed().await) }.boxed());
-                }
-            }
             state = state_watcher.changed() => {
                 let Some(strong) = inner.upgrade() else { return };
                 match state {
@@ -308,6 +293,17 @@ async fn session_task(
                         strong.publish(CoordinationEvent::Session(SessionEvent::Closed));
                         return;
                     }
+                }
+            }
+            Some(fired) = pending.next(), if !pending.is_empty() => {
+                let Some(inner) = inner.upgrade() else { return };
+                forward_watch(&inner, generation, fired);
+            }
+            reg = registrations.next() => {
+                let Some(reg) = reg else { return };
+                if reg.generation == generation {
+                    let (path, slot, id, watcher) = (reg.path, reg.slot, reg.id, reg.watcher);
+                    pending.push(async move { (path, slot, id, watcher.changed().await) }.boxed());
                 }
             }
         }
@@ -451,6 +447,11 @@ impl Coordination for ZooKeeperCoordination {
         mode: CreateMode,
     ) -> Result<(String, Stat), CoordinationError> {
         validate_path(path, mode.is_sequential())?;
+        if path == "/" && !mode.is_sequential() {
+            return Err(CoordinationError::NodeExists {
+                path: path.to_string(),
+            });
+        }
         let client = self.client();
         let options = zk_mode(mode).with_acls(zk::Acls::anyone_all());
         let (stat, sequence) = client

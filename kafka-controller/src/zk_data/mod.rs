@@ -26,6 +26,7 @@ mod config;
 mod controller;
 mod error;
 mod kafka_zk;
+mod kafka_zk_topics;
 pub mod paths;
 mod topic;
 

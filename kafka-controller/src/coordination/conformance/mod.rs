@@ -40,8 +40,8 @@ pub use nodes::{
     conditional_writes, create_and_read, multi_is_atomic, sequential_nodes, typed_errors,
 };
 pub use watches::{
-    child_watch, close_removes_ephemerals, data_watch_is_one_shot, exists_watch_sees_creation,
-    session_expiry,
+    child_watch, close_removes_ephemerals, connection_loss_keeps_the_session,
+    data_watch_is_one_shot, exists_watch_sees_creation, session_expiry,
 };
 
 use super::error::CoordinationError;
@@ -58,6 +58,20 @@ pub trait ConformanceHarness: Send + Sync {
     /// Makes session `session` (of a client from [`connect`](Self::connect)) expire, as the
     /// server does when the session times out.
     async fn expire(&self, session: SessionId) -> Result<(), CoordinationError>;
+
+    /// Cuts session `session`'s client off from the service (a connection loss) without
+    /// ending the session. Returns `false` when the harness cannot, which skips the cases
+    /// that need it. The default cannot.
+    async fn disconnect(&self, session: SessionId) -> Result<bool, CoordinationError> {
+        let _ = session;
+        Ok(false)
+    }
+
+    /// Lets a client cut off by [`disconnect`](Self::disconnect) reconnect.
+    async fn reconnect(&self, session: SessionId) -> Result<(), CoordinationError> {
+        let _ = session;
+        Ok(())
+    }
 }
 
 /// A failed conformance case.
@@ -105,6 +119,7 @@ pub async fn run_all(h: &dyn ConformanceHarness) -> Result<(), ConformanceError>
     exists_watch_sees_creation(h).await?;
     child_watch(h).await?;
     session_expiry(h).await?;
+    connection_loss_keeps_the_session(h).await?;
     close_removes_ephemerals(h).await?;
     Ok(())
 }
@@ -135,5 +150,14 @@ impl ConformanceHarness for MemoryHarness {
         } else {
             Err(CoordinationError::SessionExpired)
         }
+    }
+
+    async fn disconnect(&self, session: SessionId) -> Result<bool, CoordinationError> {
+        Ok(self.tree.suspend(session))
+    }
+
+    async fn reconnect(&self, session: SessionId) -> Result<(), CoordinationError> {
+        self.tree.resume(session);
+        Ok(())
     }
 }

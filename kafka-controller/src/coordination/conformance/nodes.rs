@@ -129,6 +129,14 @@ pub async fn typed_errors(h: &dyn ConformanceHarness) -> CaseResult {
             matches!(e, CoordinationError::BadPath { .. })
         })?;
     }
+    case.expect_err(
+        "create root",
+        c.create("/", b"", CreateMode::Persistent).await,
+        |e| matches!(e, CoordinationError::NodeExists { .. }),
+    )?;
+    case.expect_err("delete root", c.delete("/", ANY_VERSION).await, |e| {
+        matches!(e, CoordinationError::BadArguments(_))
+    })?;
     Ok(())
 }
 

@@ -196,6 +196,71 @@ pub async fn session_expiry(h: &dyn ConformanceHarness) -> CaseResult {
     Ok(())
 }
 
+/// A connection loss is not an expiry: the client reports `Disconnected`, then `Connected`
+/// with the *same* session; its ephemerals stay; a watch that fired meanwhile is delivered
+/// after the reconnection.
+pub async fn connection_loss_keeps_the_session(h: &dyn ConformanceHarness) -> CaseResult {
+    let name = "connection_loss_keeps_the_session";
+    let client = h.connect().await.map_err(op_err(name, "connect"))?;
+    let other = h.connect().await.map_err(op_err(name, "connect"))?;
+    let case = Case::start(name, other.as_ref()).await?;
+    let eph = case.p("eph");
+    let watched = case.p("watched");
+    let session = client.session_id();
+    case.op(
+        "create eph",
+        client.create(&eph, b"", CreateMode::Ephemeral).await,
+    )?;
+    case.op(
+        "create watched",
+        client.create(&watched, b"0", CreateMode::Persistent).await,
+    )?;
+    case.op("get+watch", client.get_data(&watched, true).await)?;
+    let mut events = client.events();
+    if !case.op("disconnect", h.disconnect(session).await)? {
+        return Ok(()); // the harness cannot cut a client off
+    }
+    match case.next_event(&mut events).await? {
+        CoordinationEvent::Session(SessionEvent::Disconnected) => {}
+        other => return case.fail(format!("expected Disconnected, got {other:?}")),
+    }
+    case.op(
+        "set while disconnected",
+        other.set_data(&watched, b"1", ANY_VERSION).await,
+    )?;
+    let still = case.op("exists", other.exists(&eph, false).await)?;
+    ensure!(
+        case,
+        still.map(|s| s.ephemeral_owner) == Some(session),
+        "ephemeral lost: {still:?}"
+    );
+    case.op("reconnect", h.reconnect(session).await)?;
+    loop {
+        match case.next_event(&mut events).await? {
+            CoordinationEvent::Session(SessionEvent::Connected { session_id }) => {
+                ensure!(
+                    case,
+                    session_id == session,
+                    "reconnected with {session_id}, not {session}"
+                );
+                break;
+            }
+            CoordinationEvent::Session(SessionEvent::Disconnected) => {}
+            other => return case.fail(format!("expected Connected, got {other:?}")),
+        }
+    }
+    case.expect_watch(&mut events, WatchEventKind::NodeDataChanged, &watched)
+        .await?;
+    let (_, stat) = case.op("get eph", client.get_data(&eph, false).await)?;
+    ensure!(
+        case,
+        stat.ephemeral_owner == session,
+        "owner {}",
+        stat.ephemeral_owner
+    );
+    Ok(())
+}
+
 /// Dropping the last handle of a client closes its session: its ephemerals vanish.
 pub async fn close_removes_ephemerals(h: &dyn ConformanceHarness) -> CaseResult {
     let owner = h
