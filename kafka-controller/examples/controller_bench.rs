@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use kafka_controller::broker_channel::MemoryBrokerChannel;
-use kafka_controller::controller::{Controller, ControllerConfig};
+use kafka_controller::controller::{
+    Controller, ControllerConfig, ControllerEvent, ControllerHandle,
+};
 use kafka_controller::coordination::{Coordination, CreateMode, MemoryTree};
 use kafka_controller::zk_data::{
     paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode, TopicAssignment,
@@ -79,57 +81,39 @@ struct Figures {
     moved: usize,
 }
 
-/// Registers the brokers, starts broker 1's controller, times its failover (K6, loading every
-/// partition), then kills broker 2 and times the leadership moves (K1).
-async fn measure(
-    connect: &dyn Fn() -> Arc<dyn Coordination>,
-    expire: &dyn Fn(&Arc<dyn Coordination>),
-) -> Figures {
-    let mut sessions = Vec::new();
-    for b in 1..=BROKERS {
-        let s = connect();
+/// Registers the brokers on `sessions` (broker i + 1 on `sessions[i]`), starts broker 1's
+/// controller and times its failover (K6: campaign, load every partition, start-up passes).
+async fn failover(sessions: &[Arc<dyn Coordination>]) -> (ControllerHandle, Duration, usize) {
+    for (i, s) in sessions.iter().enumerate() {
+        let id = i32::try_from(i).unwrap_or(0) + 1;
         KafkaZkClient::new(s.clone())
             .register_broker(
-                b,
+                id,
                 &BrokerRegistration::plaintext("localhost", 9092, None, 0),
             )
             .await
             .ok();
-        sessions.push(s);
     }
     let mut config = ControllerConfig::new(1);
     config.auto_leader_rebalance_enable = false;
     let channel = MemoryBrokerChannel::new();
     let start = Instant::now();
-    let handle = Controller::start(config, sessions[0].clone(), Arc::new(channel.clone()));
+    let handle = Controller::start(config, sessions[0].clone(), Arc::new(channel));
     handle.wait_active(Duration::from_secs(600)).await;
-    let failover = start.elapsed();
+    let elapsed = start.elapsed();
     let led_by_2 = handle
         .context()
         .await
         .map(|c| c.partitions_led_by(2).len())
         .unwrap_or(0);
-    let start = Instant::now();
-    expire(&sessions[1]);
-    // Wait for the broker change to be handled.
-    loop {
-        handle.sync().await;
-        let done = handle
-            .context()
-            .await
-            .is_some_and(|c| !c.is_broker_live(2) && c.partitions_led_by(2).is_empty());
-        if done {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    let failure = start.elapsed();
-    handle.shutdown();
-    Figures {
-        failover,
-        failure,
-        moved: led_by_2,
-    }
+    (handle, elapsed, led_by_2)
+}
+
+/// K1: after broker 2's registration vanished, handles the broker change (elections with CAS
+/// writes, ISR removals, LeaderAndIsr batches handed to the channel) and returns.
+async fn broker_failure(handle: &ControllerHandle) {
+    handle.put(ControllerEvent::BrokerChange);
+    handle.sync().await;
 }
 
 fn report(backend: &str, partitions: i32, f: &Figures) {
@@ -160,13 +144,19 @@ async fn main() {
         .await
         .ok();
     populate(&admin, memory_partitions, 10_000).await;
-    let t = tree.clone();
-    let connect = move || -> Arc<dyn Coordination> { Arc::new(t.connect()) };
-    let t = tree.clone();
-    let expire = move |c: &Arc<dyn Coordination>| {
-        t.expire(c.session_id());
+    let sessions: Vec<Arc<dyn Coordination>> = (0..BROKERS)
+        .map(|_| Arc::new(tree.connect()) as Arc<dyn Coordination>)
+        .collect();
+    let (handle, failover_time, moved) = failover(&sessions).await;
+    let start = Instant::now();
+    tree.expire(sessions[1].session_id());
+    broker_failure(&handle).await;
+    let figures = Figures {
+        failover: failover_time,
+        failure: start.elapsed(),
+        moved,
     };
-    let figures = measure(&connect, &expire).await;
+    handle.shutdown();
     report("MemoryCoordination", memory_partitions, &figures);
     #[cfg(feature = "zookeeper")]
     zookeeper_run(args.get(1).copied().unwrap_or(100_000)).await;
@@ -182,14 +172,13 @@ async fn zookeeper_run(partitions: i32) {
             return;
         }
     };
-    let connect_string = zk.connect_string();
     let options = ZooKeeperOptions {
-        session_timeout: Duration::from_secs(6),
+        session_timeout: Duration::from_secs(30),
         connection_timeout: Duration::from_secs(10),
     };
     let mut clients: Vec<Arc<dyn Coordination>> = Vec::new();
     for _ in 0..=BROKERS {
-        match ZooKeeperCoordination::connect_with(&connect_string, options.clone()).await {
+        match ZooKeeperCoordination::connect_with(&zk.connect_string(), options.clone()).await {
             Ok(c) => clients.push(Arc::new(c)),
             Err(e) => {
                 println!("cannot connect to ZooKeeper: {e}");
@@ -208,23 +197,16 @@ async fn zookeeper_run(partitions: i32) {
         "(ZooKeeper set-up of {partitions} partitions: {:.1} s)",
         setup.elapsed().as_secs_f64()
     );
-    let pool = std::sync::Mutex::new(clients);
-    let connect = || -> Arc<dyn Coordination> {
-        pool.lock()
-            .map(|mut p| p.remove(0))
-            .unwrap_or_else(|_| admin.clone())
+    let (handle, failover_time, moved) = failover(&clients).await;
+    // Broker 2's registration vanishes (as when its session ends).
+    let start = Instant::now();
+    let _ = clients[1].delete(&paths::broker(2), -1).await;
+    broker_failure(&handle).await;
+    let figures = Figures {
+        failover: failover_time,
+        failure: start.elapsed(),
+        moved,
     };
-    // Closing a client ends its session at once (ephemerals deleted), as an expiry would.
-    let doomed = std::sync::Mutex::new(Vec::new());
-    let expire = |c: &Arc<dyn Coordination>| {
-        if let Ok(mut d) = doomed.lock() {
-            d.push(c.clone());
-        }
-        let c = c.clone();
-        tokio::spawn(async move {
-            let _ = c.delete("/brokers/ids/2", -1).await;
-        });
-    };
-    let figures = measure(&connect, &expire).await;
+    handle.shutdown();
     report("ZooKeeper 3.8 (loopback)", partitions, &figures);
 }
