@@ -97,6 +97,7 @@ async fn failover(sessions: &[Arc<dyn Coordination>]) -> (ControllerHandle, Dura
     let mut config = ControllerConfig::new(1);
     config.auto_leader_rebalance_enable = false;
     let channel = MemoryBrokerChannel::new();
+    channel.set_recording(false);
     let start = Instant::now();
     let handle = Controller::start(config, sessions[0].clone(), Arc::new(channel));
     handle.wait_active(Duration::from_secs(600)).await;
@@ -159,13 +160,19 @@ async fn main() {
     handle.shutdown();
     report("MemoryCoordination", memory_partitions, &figures);
     #[cfg(feature = "zookeeper")]
-    zookeeper_run(args.get(1).copied().unwrap_or(100_000)).await;
+    {
+        let zk_partitions = args.get(1).copied().unwrap_or(100_000);
+        if zk_partitions > 0 {
+            zookeeper_run(zk_partitions).await;
+        }
+    }
 }
 
 #[cfg(feature = "zookeeper")]
 async fn zookeeper_run(partitions: i32) {
     use kafka_controller::coordination::{ZooKeeperCoordination, ZooKeeperOptions};
-    let zk = match ha_testkit::ZkEnsemble::standalone() {
+    // A heap large enough for 100k partitions without full collections.
+    let zk = match ha_testkit::ZkEnsemble::builder().heap_mb(2048).start() {
         Ok(zk) => zk,
         Err(e) => {
             println!("ZooKeeper not available ({e}); real-ZooKeeper figures skipped");

@@ -49,7 +49,7 @@ pub trait BrokerChannel: Send + Sync {
         &self,
         broker: &BrokerInfo,
         version: i16,
-        request: RequestBody,
+        request: &RequestBody,
     ) -> Result<ResponseBody, ChannelError>;
 }
 
@@ -82,14 +82,8 @@ impl Default for ChannelConfig {
     }
 }
 
-struct Queued {
-    request: Arc<ControlRequest>,
-    version: i16,
-    body: RequestBody,
-}
-
 struct BrokerQueue {
-    tx: mpsc::UnboundedSender<Queued>,
+    tx: mpsc::UnboundedSender<Arc<ControlRequest>>,
     task: JoinHandle<()>,
 }
 
@@ -140,7 +134,8 @@ impl ChannelManager {
             broker.clone(),
             rx,
             self.responses.clone(),
-            self.config.retry_backoff,
+            self.config,
+            self.listener.clone(),
         ));
         self.queues.insert(broker.id, BrokerQueue { tx, task });
     }
@@ -164,7 +159,8 @@ impl ChannelManager {
         self.queues.contains_key(&broker)
     }
 
-    /// Queues the requests of a batch, in order, each on its broker's queue. Requests for a
+    /// Queues the requests of a batch, in order, each on its broker's queue (the conversion to
+    /// `kafka-wire` bodies happens on the queue's task, off the event loop). Requests for a
     /// broker without a queue are dropped (Kafka logs and drops them too).
     pub fn enqueue(&mut self, requests: Vec<BrokerRequest>) {
         for r in requests {
@@ -172,21 +168,7 @@ impl ChannelManager {
                 tracing::warn!(broker = r.broker, "no queue for broker; request dropped");
                 continue;
             };
-            let request = Arc::new(r.request);
-            let bodies = match request.to_wire(self.config.versions, &self.listener) {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::error!(broker = r.broker, error = %e, "request cannot be encoded");
-                    continue;
-                }
-            };
-            for (version, body) in bodies {
-                let _ = q.tx.send(Queued {
-                    request: request.clone(),
-                    version,
-                    body,
-                });
-            }
+            let _ = q.tx.send(Arc::new(r.request));
         }
     }
 }
@@ -200,24 +182,35 @@ impl Drop for ChannelManager {
 async fn send_loop(
     channel: Arc<dyn BrokerChannel>,
     broker: BrokerInfo,
-    mut rx: mpsc::UnboundedReceiver<Queued>,
+    mut rx: mpsc::UnboundedReceiver<Arc<ControlRequest>>,
     responses: mpsc::UnboundedSender<DeliveredResponse>,
-    backoff: Duration,
+    config: ChannelConfig,
+    listener: String,
 ) {
-    while let Some(item) = rx.recv().await {
-        loop {
-            match channel.send(&broker, item.version, item.body.clone()).await {
-                Ok(response) => {
-                    let _ = responses.send(DeliveredResponse {
-                        broker: broker.id,
-                        request: item.request.clone(),
-                        response,
-                    });
-                    break;
-                }
-                Err(e) => {
-                    tracing::debug!(broker = broker.id, error = %e, "control request failed; retrying");
-                    tokio::time::sleep(backoff).await;
+    while let Some(request) = rx.recv().await {
+        let bodies = match request.to_wire(config.versions, &listener) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(broker = broker.id, error = %e, "request cannot be encoded");
+                continue;
+            }
+        };
+        for (version, body) in bodies {
+            loop {
+                match channel.send(&broker, version, &body).await {
+                    Ok(response) => {
+                        let _ = responses.send(DeliveredResponse {
+                            broker: broker.id,
+                            request: request.clone(),
+                            response,
+                        });
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(broker = broker.id, error = %e,
+                            "control request failed; retrying");
+                        tokio::time::sleep(config.retry_backoff).await;
+                    }
                 }
             }
         }
@@ -237,6 +230,8 @@ pub struct SentRequest {
 
 #[derive(Default)]
 struct MemoryState {
+    not_recording: bool,
+    delivered: usize,
     sent: Vec<SentRequest>,
     failures: BTreeMap<BrokerId, usize>,
     down: std::collections::BTreeSet<BrokerId>,
@@ -281,6 +276,17 @@ impl MemoryBrokerChannel {
             .collect()
     }
 
+    /// Stops (`false`) or resumes (`true`) recording delivered requests; they are still
+    /// counted by [`delivered`](Self::delivered).
+    pub fn set_recording(&self, on: bool) {
+        self.lock().not_recording = !on;
+    }
+
+    /// Number of requests delivered so far.
+    pub fn delivered(&self) -> usize {
+        self.lock().delivered
+    }
+
     /// Forgets the recorded requests.
     pub fn clear(&self) {
         self.lock().sent.clear();
@@ -313,7 +319,7 @@ impl BrokerChannel for MemoryBrokerChannel {
         &self,
         broker: &BrokerInfo,
         version: i16,
-        request: RequestBody,
+        request: &RequestBody,
     ) -> Result<ResponseBody, ChannelError> {
         let mut s = self.lock();
         s.attempts += 1;
@@ -330,7 +336,7 @@ impl BrokerChannel for MemoryBrokerChannel {
                 return Err(unreachable("injected failure"));
             }
         }
-        let response = match &request {
+        let response = match request {
             RequestBody::LeaderAndIsr(_) => {
                 ResponseBody::LeaderAndIsr(LeaderAndIsrResponse::default())
             }
@@ -342,11 +348,14 @@ impl BrokerChannel for MemoryBrokerChannel {
             }
             _ => return Err(ChannelError::UnexpectedResponse { broker: broker.id }),
         };
-        s.sent.push(SentRequest {
-            broker: broker.id,
-            version,
-            body: request,
-        });
+        s.delivered += 1;
+        if !s.not_recording {
+            s.sent.push(SentRequest {
+                broker: broker.id,
+                version,
+                body: request.clone(),
+            });
+        }
         Ok(response)
     }
 }

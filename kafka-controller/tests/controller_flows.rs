@@ -95,15 +95,29 @@ async fn k1_broker_failure_moves_leaderships_with_one_leader_and_isr_per_broker(
         c.leader_isr(&tp("t", 2)).await == Some((3, vec![3, 1]))
     })
     .await;
-    // K1.4: one LeaderAndIsr per live broker for the election pass.
+    // K1.4: the whole failure is one batch: one LeaderAndIsr per live broker carrying all
+    // of its partitions.
     wait_for("requests", || async {
-        !c.channel.sent_to(1).is_empty() && !c.channel.sent_to(3).is_empty()
+        c.channel.sent_to(1).iter().any(is_lai) && c.channel.sent_to(3).iter().any(is_lai)
     })
     .await;
-    let to1: Vec<_> = c.channel.sent_to(1).into_iter().filter(is_lai).collect();
-    let lai_count = |b| c.channel.sent_to(b).into_iter().filter(is_lai).count();
-    assert!(!to1.is_empty());
-    assert!(lai_count(1) <= 2 && lai_count(3) <= 2, "batched per broker");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    for b in [1, 3] {
+        let lai: Vec<_> = c.channel.sent_to(b).into_iter().filter(is_lai).collect();
+        assert_eq!(lai.len(), 1, "one LeaderAndIsr to broker {b}");
+        let RequestBody::LeaderAndIsr(r) = &lai[0].body else {
+            unreachable!()
+        };
+        let partitions: usize = r
+            .topic_states
+            .iter()
+            .map(|t| t.partition_states.len())
+            .sum();
+        assert_eq!(
+            partitions, 3,
+            "all three partitions in the one request to broker {b}"
+        );
+    }
     assert!(
         c.channel.sent_to(2).is_empty(),
         "nothing goes to the dead broker"
