@@ -25,6 +25,9 @@ pub enum AdminError {
     /// The topic name is not a valid Kafka topic name.
     #[error("invalid topic name {0:?}")]
     InvalidTopicName(String),
+    /// The partition already exists.
+    #[error("partition {0} already exists")]
+    PartitionExists(i32),
     /// A reassignment or preferred election request is still pending.
     #[error("{0} is still pending")]
     AlreadyPending(&'static str),
@@ -114,6 +117,28 @@ pub async fn create_topic_with_assignment(
         Err(e) if e.is_node_exists() => Err(AdminError::TopicExists(topic.to_string())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Adds partitions to an existing topic by rewriting `/brokers/topics/<t>` (conditional on
+/// the version read), as ZooKeeper-mode `kafka-topics --alter --partitions` does. Partition ids
+/// already present are refused.
+pub async fn add_partitions(
+    coord: &dyn Coordination,
+    topic: &str,
+    added: &BTreeMap<i32, Vec<BrokerId>>,
+) -> Result<(), AdminError> {
+    let path = paths::topic(topic);
+    let (data, stat) = coord.get_data(&path, false).await?;
+    let mut znode = TopicAssignment::from_json(&data)?;
+    for (p, replicas) in added {
+        if znode.partitions.insert(*p, replicas.clone()).is_some() {
+            return Err(AdminError::PartitionExists(*p));
+        }
+    }
+    coord
+        .set_data(&path, &znode.to_json()?, stat.version)
+        .await?;
+    Ok(())
 }
 
 /// K2.1: requests the deletion of `topic` (`/admin/delete_topics/<t>`); a pending request is

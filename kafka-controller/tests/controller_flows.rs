@@ -73,6 +73,18 @@ async fn k2_2_topic_creation_first_live_replica_leads_and_isr_is_ar() {
 }
 
 #[tokio::test]
+async fn k2_2_partitions_added_to_an_existing_topic_are_created() {
+    let c = Cluster::start(&[1, 2, 3]).await;
+    create(&c, "grow", &[(0, &[1, 2])]).await;
+    admin::add_partitions(&c.admin, "grow", &BTreeMap::from([(1, vec![3, 1])]))
+        .await
+        .unwrap();
+    let p1 = tp("grow", 1);
+    wait_for("new partition", || async { c.state(&p1).await.is_some() }).await;
+    assert_eq!(c.leader_isr(&p1).await, Some((3, vec![3, 1])));
+}
+
+#[tokio::test]
 async fn k1_broker_failure_moves_leaderships_with_one_leader_and_isr_per_broker() {
     let mut c = Cluster::start(&[1, 2, 3]).await;
     create(

@@ -23,6 +23,8 @@ pub enum ControllerEvent {
     BrokerChange,
     /// The children of `/brokers/topics` changed (K2.2).
     TopicChange,
+    /// The data of `/brokers/topics/<topic>` changed: partitions may have been added.
+    PartitionModifications(String),
     /// The children of `/admin/delete_topics` changed (K2.1).
     TopicDeletion,
     /// `/admin/reassign_partitions` was created or changed (K7).

@@ -131,7 +131,7 @@ impl Controller {
         let topic_reads = join_all(topics.iter().map(|t| {
             let coord = coord.clone();
             async move {
-                let data = coord.get_data(&paths::topic(t), false).await;
+                let data = coord.get_data(&paths::topic(t), true).await;
                 let config = coord.get_data(&paths::topic_config(t), false).await;
                 (data, config)
             }

@@ -263,6 +263,9 @@ fn watch_event(kind: WatchEventKind, path: &str) -> Option<ControllerEvent> {
         paths::ISR_CHANGE_NOTIFICATION => E::IsrChangeNotification,
         p if kind == WatchEventKind::NodeDataChanged => {
             let rest = p.strip_prefix("/brokers/topics/")?;
+            if !rest.contains('/') {
+                return Some(E::PartitionModifications(rest.to_string()));
+            }
             let (topic, rest) = rest.split_once("/partitions/")?;
             let partition = rest.strip_suffix("/state")?.parse().ok()?;
             E::PartitionReassignmentIsrChange(TopicPartition::new(topic, partition))
@@ -397,6 +400,7 @@ impl Controller {
             _ if self.active.is_none() => Ok(()),
             E::BrokerChange => self.process_broker_change().await,
             E::TopicChange => self.process_topic_change().await,
+            E::PartitionModifications(topic) => self.process_partition_modifications(topic).await,
             E::TopicDeletion => self.process_topic_deletion().await,
             E::PartitionReassignment => self.process_partition_reassignment().await,
             E::PartitionReassignmentIsrChange(tp) => self.process_reassignment_isr_change(tp).await,
