@@ -108,6 +108,18 @@ pub fn assignment_from_znode(t: &TopicAssignment) -> BTreeMap<i32, ReplicaAssign
         .collect()
 }
 
+/// Partition-state writes per fenced transaction.
+const WRITE_BATCH: usize = 500;
+
+fn written(r: &crate::coordination::OpResult) -> WriteOutcome {
+    match r {
+        crate::coordination::OpResult::SetData { stat } => WriteOutcome::Written {
+            version: stat.version,
+        },
+        _ => WriteOutcome::Written { version: 0 },
+    }
+}
+
 fn outcome_of(e: &CoordinationError) -> Option<WriteOutcome> {
     match e.root() {
         CoordinationError::BadVersion { .. } => Some(WriteOutcome::BadVersion),
@@ -186,7 +198,8 @@ impl Store {
         for r in join_all(parents).await {
             r?;
         }
-        let ops = writes.iter().map(|w| async move {
+        let mut ops = Vec::with_capacity(writes.len());
+        for w in writes {
             let path = paths::partition_state(&w.tp.topic, w.tp.partition);
             let data = leadership_to_znode(&w.leadership)
                 .to_json()
@@ -194,23 +207,38 @@ impl Store {
                     path: path.clone(),
                     error,
                 })?;
-            let op = match w.kind {
+            ops.push(match w.kind {
                 WriteKind::Create => Op::create(&path, data, CreateMode::Persistent),
                 WriteKind::Update { expected_version } => {
                     Op::set_data(&path, data, expected_version)
                 }
-            };
-            match self.zk.fenced_multi(self.epoch, vec![op]).await {
-                Ok(results) => Ok(match results.first() {
-                    Some(crate::coordination::OpResult::SetData { stat }) => {
-                        WriteOutcome::Written {
-                            version: stat.version,
+            });
+        }
+        // Multi-batching: up to WRITE_BATCH writes per fenced transaction, all transactions in
+        // flight at once. A transaction failing on one write (a version race) is retried write
+        // by write, so each partition gets its own outcome.
+        let chunks = ops.chunks(WRITE_BATCH).map(|chunk| async move {
+            match self.zk.fenced_multi(self.epoch, chunk.to_vec()).await {
+                Ok(results) => Ok(results.iter().map(written).collect::<Vec<_>>()),
+                Err(KafkaZkError::Coordination(CoordinationError::MultiOpFailed { .. }))
+                    if chunk.len() > 1 =>
+                {
+                    let singles = chunk.iter().map(|op| async move {
+                        match self.zk.fenced_multi(self.epoch, vec![op.clone()]).await {
+                            Ok(results) => Ok(results
+                                .first()
+                                .map_or(WriteOutcome::Written { version: 0 }, written)),
+                            Err(KafkaZkError::Coordination(e)) => match outcome_of(&e) {
+                                Some(o) => Ok(o),
+                                None => Err(KafkaZkError::Coordination(e)),
+                            },
+                            Err(e) => Err(e),
                         }
-                    }
-                    _ => WriteOutcome::Written { version: 0 },
-                }),
+                    });
+                    join_all(singles).await.into_iter().collect()
+                }
                 Err(KafkaZkError::Coordination(e)) => match outcome_of(&e) {
-                    Some(o) => Ok(o),
+                    Some(o) => Ok(vec![o]),
                     None => Err(KafkaZkError::Coordination(e)),
                 },
                 Err(e) => Err(e),
@@ -218,16 +246,15 @@ impl Store {
         });
         let mut out = Vec::with_capacity(writes.len());
         let mut error = None;
-        for r in join_all(ops).await {
+        for r in join_all(chunks).await {
             match r {
-                Ok(o) => out.push(o),
+                Ok(o) => out.extend(o),
                 Err(e) => {
                     // Keep the most serious error: a moved controller wins.
                     let moved = matches!(e, KafkaZkError::ControllerMoved { .. });
                     if moved || error.is_none() {
                         error = Some(e);
                     }
-                    out.push(WriteOutcome::NoNode);
                 }
             }
         }
