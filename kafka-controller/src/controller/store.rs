@@ -108,6 +108,9 @@ pub fn assignment_from_znode(t: &TopicAssignment) -> BTreeMap<i32, ReplicaAssign
         .collect()
 }
 
+/// Partition-state reads in flight at once.
+pub const READ_WINDOW: usize = 1000;
+
 /// Partition-state writes per fenced transaction.
 const WRITE_BATCH: usize = 500;
 
@@ -148,22 +151,29 @@ impl Store {
             .map_err(ControllerError::from)
     }
 
-    /// K1.1: reads the states of `tps`, pipelined. `Ok(None)`: no state znode. A malformed
-    /// znode is an `Err` for that partition only.
+    /// K1.1: reads the states of `tps`, pipelined with up to [`READ_WINDOW`] reads in flight
+    /// (ZooKeeper stops reading a connection beyond its outstanding-request limit, 1000 by
+    /// default, so a larger window only costs the server). `Ok(None)`: no state znode. A
+    /// malformed znode is an `Err` for that partition only.
     pub async fn read_states(
         &self,
         tps: &[TopicPartition],
     ) -> Vec<Result<Option<PartitionLeadership>, KafkaZkError>> {
-        let keys: Vec<(String, i32)> = tps
-            .iter()
-            .map(|tp| (tp.topic.to_string(), tp.partition))
-            .collect();
-        self.zk
-            .partition_states(&keys)
-            .await
-            .into_iter()
-            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))))
-            .collect()
+        let mut out = Vec::with_capacity(tps.len());
+        for chunk in tps.chunks(READ_WINDOW) {
+            let keys: Vec<(String, i32)> = chunk
+                .iter()
+                .map(|tp| (tp.topic.to_string(), tp.partition))
+                .collect();
+            out.extend(
+                self.zk
+                    .partition_states(&keys)
+                    .await
+                    .into_iter()
+                    .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v)))),
+            );
+        }
+        out
     }
 
     /// K1.3: performs partition-state writes, pipelined, each fenced by the controller epoch
