@@ -3,9 +3,10 @@
 
 use bytes::{Buf, Bytes};
 
-use crate::encode::{Decode, Message};
+use crate::encode::{Decode, Message, WireWrite};
+use crate::header::{RequestHeader, ResponseHeader};
 use crate::messages::*;
-use crate::DecodeError;
+use crate::{DecodeError, EncodeError};
 
 /// The APIs this crate implements, with their numeric keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -145,6 +146,55 @@ impl TryFrom<i16> for ApiKey {
     }
 }
 
+/// Reads a whole request (the bytes of one frame after its size prefix): the header, whose
+/// version follows from the API key and version it carries, then the body.
+pub fn decode_request<B: Buf>(buf: &mut B) -> Result<(RequestHeader, RequestBody), DecodeError> {
+    let header = RequestHeader::decode_auto(buf)?;
+    let key = ApiKey::try_from(header.request_api_key)?;
+    let body = RequestBody::decode(key, header.request_api_version, buf)?;
+    Ok((header, body))
+}
+
+/// Writes a whole request: the header at the version `body` and `header.request_api_version`
+/// call for, then the body. The header's API key is taken from the body.
+pub fn encode_request<W: WireWrite>(
+    header: &RequestHeader,
+    body: &RequestBody,
+    w: &mut W,
+) -> Result<(), EncodeError> {
+    let key = body.api_key();
+    let version = header.request_api_version;
+    let header = RequestHeader {
+        request_api_key: key.as_i16(),
+        ..header.clone()
+    };
+    header.encode(w, key.request_header_version(version))?;
+    body.encode(w, version)
+}
+
+/// Reads a whole response to a request of `api_key` at `version`: the header, then the body.
+pub fn decode_response<B: Buf>(
+    api_key: ApiKey,
+    version: i16,
+    buf: &mut B,
+) -> Result<(ResponseHeader, ResponseBody), DecodeError> {
+    let header = ResponseHeader::decode(buf, api_key.response_header_version(version))?;
+    let body = ResponseBody::decode(api_key, version, buf)?;
+    Ok((header, body))
+}
+
+/// Writes a whole response at `version`: the header at the version the API calls for, then
+/// the body.
+pub fn encode_response<W: WireWrite>(
+    header: &ResponseHeader,
+    body: &ResponseBody,
+    version: i16,
+    w: &mut W,
+) -> Result<(), EncodeError> {
+    header.encode(w, body.api_key().response_header_version(version))?;
+    body.encode(w, version)
+}
+
 /// The UNSUPPORTED_VERSION error code (35).
 pub const UNSUPPORTED_VERSION: i16 = 35;
 
@@ -195,6 +245,60 @@ mod tests {
             assert_eq!(ApiKey::try_from(k.as_i16()), Ok(k));
         }
         assert_eq!(ApiKey::try_from(99), Err(DecodeError::UnknownApiKey(99)));
+    }
+
+    #[test]
+    fn whole_requests_and_responses_round_trip_with_their_header_versions() {
+        use crate::header::RequestHeader;
+        use bytes::BytesMut;
+        for (key, version) in [
+            (ApiKey::Fetch, 4),
+            (ApiKey::Fetch, 12),
+            (ApiKey::ControlledShutdown, 0),
+        ] {
+            let header = RequestHeader {
+                request_api_version: version,
+                correlation_id: 9,
+                client_id: Some("c".into()),
+                ..Default::default()
+            };
+            let body = match key {
+                ApiKey::Fetch => RequestBody::Fetch(FetchRequest {
+                    max_wait_ms: 5,
+                    ..Default::default()
+                }),
+                _ => RequestBody::ControlledShutdown(ControlledShutdownRequest {
+                    broker_id: 3,
+                    ..Default::default()
+                }),
+            };
+            let mut out = BytesMut::new();
+            encode_request(&header, &body, &mut out).unwrap();
+            let (h, b) = decode_request(&mut out.freeze()).unwrap();
+            assert_eq!(h.request_api_key, key.as_i16());
+            assert_eq!(h.correlation_id, 9);
+            let expect_client = if key.request_header_version(version) >= 1 {
+                Some("c".into())
+            } else {
+                None
+            };
+            assert_eq!(h.client_id, expect_client);
+            assert_eq!(b, body);
+        }
+        let resp = ResponseBody::ApiVersions(ApiVersionsResponse::default());
+        let mut out = BytesMut::new();
+        encode_response(
+            &ResponseHeader {
+                correlation_id: 4,
+                ..Default::default()
+            },
+            &resp,
+            3,
+            &mut out,
+        )
+        .unwrap();
+        let (h, b) = decode_response(ApiKey::ApiVersions, 3, &mut out.freeze()).unwrap();
+        assert_eq!((h.correlation_id, b), (4, resp));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use bytestring::ByteString;
 use crate::encode::WireWrite;
 use crate::primitives::{
     get_i16, get_i32, get_nullable_string, get_unknown_tagged_fields, put_nullable_string,
-    put_unknown_tagged_fields, RawTaggedField,
+    put_unknown_tagged_fields, UnknownTaggedFields,
 };
 use crate::{DecodeError, EncodeError};
 
@@ -26,7 +26,7 @@ pub struct RequestHeader {
     /// The client id (header v1+); always a non-compact nullable string, even in v2.
     pub client_id: Option<ByteString>,
     /// Tagged fields of header v2 (none are known).
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl RequestHeader {
@@ -101,7 +101,7 @@ pub struct ResponseHeader {
     /// The correlation id of the request this answers.
     pub correlation_id: i32,
     /// Tagged fields of header v1 (none are known).
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl ResponseHeader {
@@ -151,10 +151,11 @@ mod tests {
             request_api_version: 12,
             correlation_id: 7,
             client_id: Some(ByteString::from_static("c")),
-            unknown_tagged_fields: vec![RawTaggedField {
+            unknown_tagged_fields: vec![crate::RawTaggedField {
                 tag: 9,
                 data: bytes::Bytes::from_static(b"xy"),
-            }],
+            }]
+            .into(),
         };
         let mut b = BytesMut::new();
         h.encode(&mut b, 2).unwrap();
@@ -168,7 +169,7 @@ mod tests {
         for v in 0..=1 {
             let h = ResponseHeader {
                 correlation_id: -3,
-                unknown_tagged_fields: vec![],
+                unknown_tagged_fields: UnknownTaggedFields::new(),
             };
             let mut b = BytesMut::new();
             h.encode(&mut b, v).unwrap();

@@ -60,6 +60,7 @@ pub mod messages;
 pub mod primitives;
 #[cfg(feature = "sample")]
 pub mod sample;
+pub mod types;
 pub mod varint;
 
 pub use api::ApiKey;
@@ -67,5 +68,5 @@ pub use encode::{ChunkedWriter, Decode, Encode, LenCounter, Message, WireWrite};
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{RequestBody, ResponseBody};
-pub use primitives::{Int32Array, RawTaggedField, Uuid};
 pub use smallvec;
+pub use types::{Int32Array, RawTaggedField, UnknownTaggedFields, Uuid};

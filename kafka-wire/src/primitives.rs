@@ -6,49 +6,14 @@
 //! the input. Every length or count is checked against the bytes that remain before anything
 //! is allocated.
 
-use std::fmt;
-
 use bytes::{Buf, Bytes};
 use bytestring::ByteString;
-use smallvec::SmallVec;
+
+pub use crate::types::{Int32Array, RawTaggedField, UnknownTaggedFields, Uuid};
 
 use crate::encode::WireWrite;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
-
-/// A 128-bit universally unique identifier (topic ids), kept as its 16 big-endian bytes.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Uuid(pub [u8; 16]);
-
-impl Uuid {
-    /// The all-zero id (Kafka's "no id").
-    pub const ZERO: Uuid = Uuid([0; 16]);
-
-    /// The id whose big-endian bytes are `v`.
-    pub const fn from_u128(v: u128) -> Self {
-        Uuid(v.to_be_bytes())
-    }
-
-    /// The id as a number.
-    pub const fn as_u128(&self) -> u128 {
-        u128::from_be_bytes(self.0)
-    }
-}
-
-impl fmt::Debug for Uuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Uuid({:032x})", self.as_u128())
-    }
-}
-
-/// A tagged field whose tag this version does not know, kept to be written back unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RawTaggedField {
-    /// The tag.
-    pub tag: u32,
-    /// The field's raw bytes.
-    pub data: Bytes,
-}
 
 /// Fails with [`DecodeError::Truncated`] unless `n` bytes remain.
 #[inline]
@@ -79,43 +44,73 @@ pub fn get_bool<B: Buf>(buf: &mut B) -> Result<bool, DecodeError> {
 }
 
 /// Reads a big-endian `int16`.
-#[inline]
+#[inline(always)]
 pub fn get_i16<B: Buf>(buf: &mut B) -> Result<i16, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<2>() {
+        let v = i16::from_be_bytes(*b);
+        buf.advance(2);
+        return Ok(v);
+    }
     ensure(buf, 2)?;
     Ok(buf.get_i16())
 }
 
 /// Reads a big-endian `uint16`.
-#[inline]
+#[inline(always)]
 pub fn get_u16<B: Buf>(buf: &mut B) -> Result<u16, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<2>() {
+        let v = u16::from_be_bytes(*b);
+        buf.advance(2);
+        return Ok(v);
+    }
     ensure(buf, 2)?;
     Ok(buf.get_u16())
 }
 
 /// Reads a big-endian `int32`.
-#[inline]
+#[inline(always)]
 pub fn get_i32<B: Buf>(buf: &mut B) -> Result<i32, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<4>() {
+        let v = i32::from_be_bytes(*b);
+        buf.advance(4);
+        return Ok(v);
+    }
     ensure(buf, 4)?;
     Ok(buf.get_i32())
 }
 
 /// Reads a big-endian `uint32`.
-#[inline]
+#[inline(always)]
 pub fn get_u32<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<4>() {
+        let v = u32::from_be_bytes(*b);
+        buf.advance(4);
+        return Ok(v);
+    }
     ensure(buf, 4)?;
     Ok(buf.get_u32())
 }
 
 /// Reads a big-endian `int64`.
-#[inline]
+#[inline(always)]
 pub fn get_i64<B: Buf>(buf: &mut B) -> Result<i64, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<8>() {
+        let v = i64::from_be_bytes(*b);
+        buf.advance(8);
+        return Ok(v);
+    }
     ensure(buf, 8)?;
     Ok(buf.get_i64())
 }
 
 /// Reads a big-endian IEEE 754 `float64`.
-#[inline]
+#[inline(always)]
 pub fn get_f64<B: Buf>(buf: &mut B) -> Result<f64, DecodeError> {
+    if let Some(b) = buf.chunk().first_chunk::<8>() {
+        let v = f64::from_be_bytes(*b);
+        buf.advance(8);
+        return Ok(v);
+    }
     ensure(buf, 8)?;
     Ok(buf.get_f64())
 }
@@ -132,10 +127,25 @@ pub fn get_uuid<B: Buf>(buf: &mut B) -> Result<Uuid, DecodeError> {
 /// Reads an unsigned varint, taking the one-byte case without a loop.
 #[inline(always)]
 pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
-    if let Some(&b) = buf.chunk().first() {
+    let c = buf.chunk();
+    if let Some(&b) = c.first() {
         if b < 0x80 {
             buf.advance(1);
             return Ok(u32::from(b));
+        }
+        if let Some(c) = c.first_chunk::<5>() {
+            let mut v = 0u32;
+            for (i, &b) in c.iter().enumerate() {
+                v |= u32::from(b & 0x7f) << (7 * i);
+                if b < 0x80 {
+                    if i == 4 && b > 0x0f {
+                        return Err(DecodeError::BadVarint);
+                    }
+                    buf.advance(i + 1);
+                    return Ok(v);
+                }
+            }
+            return Err(DecodeError::BadVarint);
         }
     }
     get_unsigned_varint(buf)
@@ -143,16 +153,18 @@ pub fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
 
 /// Reads a length prefix: `int16` (strings) or `int32` (bytes, arrays) when not compact,
 /// unsigned varint minus one when compact. `None` is null (-1).
-#[inline]
+#[inline(always)]
 fn get_len<B: Buf>(
     buf: &mut B,
     compact: bool,
     wide: bool,
     what: &'static str,
 ) -> Result<Option<usize>, DecodeError> {
-    let len: i64 = if compact {
-        i64::from(get_uvarint(buf)?) - 1
-    } else if wide {
+    if compact {
+        let v = get_uvarint(buf)?;
+        return Ok(v.checked_sub(1).map(|l| l as usize));
+    }
+    let len: i64 = if wide {
         i64::from(get_i32(buf)?)
     } else {
         i64::from(get_i16(buf)?)
@@ -317,10 +329,6 @@ pub fn get_array<B: Buf, T>(
     get_nullable_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
 }
 
-/// An array of `int32` (broker ids, partition indexes): up to four elements are stored inline,
-/// so the common replica lists of a partition need no allocation of their own.
-pub type Int32Array = SmallVec<[i32; 4]>;
-
 /// Reads a nullable (compact) array of `int32`, checking the count against what remains.
 #[inline]
 pub fn get_nullable_int32_array<B: Buf>(
@@ -367,8 +375,31 @@ pub fn get_nullable_int32_array<B: Buf>(
 }
 
 /// Reads a non-nullable (compact) array of `int32`.
-#[inline]
+#[inline(always)]
 pub fn get_int32_array<B: Buf>(
+    buf: &mut B,
+    compact: bool,
+    what: &'static str,
+) -> Result<Int32Array, DecodeError> {
+    if compact {
+        let c = buf.chunk();
+        if let Some(&b0) = c.first() {
+            let n = usize::from(b0).wrapping_sub(1);
+            if (1..=5).contains(&b0) && c.len() > 4 * n {
+                let mut inline = [0i32; 4];
+                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
+                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+                }
+                buf.advance(1 + 4 * n);
+                return Ok(Int32Array::from_buf_and_len(inline, n));
+            }
+        }
+    }
+    get_int32_array_slow(buf, compact, what)
+}
+
+#[inline(never)]
+fn get_int32_array_slow<B: Buf>(
     buf: &mut B,
     compact: bool,
     what: &'static str,
@@ -419,9 +450,9 @@ pub fn get_raw_tagged<B: Buf>(buf: &mut B, tag: u32, size: usize) -> RawTaggedFi
 
 /// Skips a tagged-field section, keeping every field as unknown (used where no tag is known,
 /// such as the request and response headers).
-pub fn get_unknown_tagged_fields<B: Buf>(buf: &mut B) -> Result<Vec<RawTaggedField>, DecodeError> {
-    let n = get_unsigned_varint(buf)?;
-    let mut out = Vec::new();
+pub fn get_unknown_tagged_fields<B: Buf>(buf: &mut B) -> Result<UnknownTaggedFields, DecodeError> {
+    let n = get_uvarint(buf)?;
+    let mut out = UnknownTaggedFields::new();
     for _ in 0..n {
         let (tag, size) = get_tag_header(buf)?;
         out.push(get_raw_tagged(buf, tag, size));
@@ -671,6 +702,31 @@ mod tests {
             get_string(&mut r, false, "s"),
             Err(DecodeError::InvalidUtf8)
         );
+    }
+
+    #[test]
+    fn fast_varint_agrees_with_the_reference_reader() {
+        let mut x: u64 = 0x1234_5678;
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut bytes = x.to_le_bytes().to_vec();
+            // Bias towards continuation bits so long encodings are exercised.
+            for b in bytes.iter_mut().take((i % 6) as usize) {
+                *b |= 0x80;
+            }
+            for len in [bytes.len(), 3, 5] {
+                let input = Bytes::copy_from_slice(&bytes[..len]);
+                let (mut a, mut b) = (input.clone(), input.clone());
+                let fast = get_uvarint(&mut a);
+                let slow = get_unsigned_varint(&mut b);
+                assert_eq!(fast, slow, "{:02x?}", &bytes[..len]);
+                if fast.is_ok() {
+                    assert_eq!(a.len(), b.len());
+                }
+            }
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use bytestring::ByteString;
 
-use crate::primitives::{RawTaggedField, Uuid};
+use crate::primitives::{RawTaggedField, UnknownTaggedFields, Uuid};
 
 /// A small deterministic generator (SplitMix64).
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ impl Gen {
             .into()
     }
     /// Zero to two unknown tagged fields with tags above every known tag, in ascending order.
-    pub fn unknown_tags(&mut self) -> Vec<RawTaggedField> {
+    pub fn unknown_tags(&mut self) -> UnknownTaggedFields {
         let mut out = Vec::new();
         let mut tag = 100;
         for _ in 0..self.below(3) {
@@ -131,6 +131,6 @@ impl Gen {
                 data: self.bytes(),
             });
         }
-        out
+        out.into()
     }
 }

@@ -106,7 +106,11 @@ fn headers_match_kafka_protocol() {
                 } else {
                     None
                 },
-                unknown_tagged_fields: if hv >= 2 { g.unknown_tags() } else { vec![] },
+                unknown_tagged_fields: if hv >= 2 {
+                    g.unknown_tags()
+                } else {
+                    Default::default()
+                },
             };
             let mut ours = BytesMut::new();
             h.encode(&mut ours, hv).unwrap();
@@ -123,7 +127,7 @@ fn headers_match_kafka_protocol() {
             unknown_tagged_fields: if hv >= 1 {
                 Gen::new(3).unknown_tags()
             } else {
-                vec![]
+                Default::default()
             },
         };
         let mut ours = BytesMut::new();

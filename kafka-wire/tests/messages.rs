@@ -107,7 +107,8 @@ fn unknown_tagged_fields_are_kept_and_written_back() {
                 tag: 40,
                 data: Bytes::from_static(b""),
             },
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let bytes = req.encode_to_bytes(12).unwrap();

@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 use crate::model::{snake, Field, Range, Spec, Struct, Ty};
 
 /// A version condition, simplified against the message's valid versions.
-enum Cond {
+pub(crate) enum Cond {
     Always,
     Never,
     Expr(String),
 }
 
-fn cond(r: &Range, valid: &Range) -> Cond {
+pub(crate) fn cond(r: &Range, valid: &Range) -> Cond {
     let r = r.and(valid);
     if r.is_empty() {
         Cond::Never
@@ -37,7 +37,7 @@ fn neg(e: &str) -> String {
     }
 }
 
-fn is_option(f: &Field) -> bool {
+pub(crate) fn is_option(f: &Field) -> bool {
     matches!(f.ty, Ty::Records) || !f.nullable.and(&f.versions).is_empty()
 }
 
@@ -456,7 +456,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         let _ = writeln!(out, "    pub {}: {},", snake(&f.name), rust_ty(f));
     }
     out.push_str("    /// Tagged fields this version does not know, kept to be written back.\n");
-    out.push_str("    pub unknown_tagged_fields: Vec<RawTaggedField>,\n}\n\n");
+    out.push_str("    pub unknown_tagged_fields: UnknownTaggedFields,\n}\n\n");
 
     // Default
     let _ = writeln!(
@@ -466,7 +466,9 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     for f in &st.fields {
         let _ = writeln!(out, "            {}: {},", snake(&f.name), default_expr(f));
     }
-    out.push_str("            unknown_tagged_fields: Vec::new(),\n        }\n    }\n}\n\n");
+    out.push_str(
+        "            unknown_tagged_fields: UnknownTaggedFields::new(),\n        }\n    }\n}\n\n",
+    );
 
     // min_len
     let _ = writeln!(
@@ -717,89 +719,6 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     }
 }
 
-fn sample_scalar(t: &Ty) -> String {
-    match t {
-        Ty::Bool => "g.bool()".into(),
-        Ty::Int8 => "g.i8()".into(),
-        Ty::Int16 => "g.i16()".into(),
-        Ty::Uint16 => "g.u16()".into(),
-        Ty::Int32 => "g.i32()".into(),
-        Ty::Uint32 => "g.u32()".into(),
-        Ty::Int64 => "g.i64()".into(),
-        Ty::Float64 => "g.f64()".into(),
-        Ty::Uuid => "g.uuid()".into(),
-        Ty::String => "g.string()".into(),
-        Ty::Bytes | Ty::Records => "g.bytes()".into(),
-        Ty::Struct(n) => format!("{n}::sample(g, version)"),
-        Ty::Array(inner) => format!(
-            "(0..g.array_len()).map(|_| {}).collect()",
-            sample_scalar(inner)
-        ),
-    }
-}
-
-fn sample_expr(f: &Field, valid: &Range) -> String {
-    let v = sample_scalar(&f.ty);
-    if !is_option(f) {
-        return v;
-    }
-    match cond(&f.nullable.and(&f.versions), valid) {
-        Cond::Never => format!("Some({v})"),
-        Cond::Always => format!("if g.chance(4) {{ None }} else {{ Some({v}) }}"),
-        Cond::Expr(e) => format!("if ({e}) && g.chance(4) {{ None }} else {{ Some({v}) }}"),
-    }
-}
-
-fn emit_sample(out: &mut String, spec: &Spec, st: &Struct) {
-    let valid = &spec.valid;
-    let flex_min = if spec.flexible.is_empty() {
-        i16::MAX
-    } else {
-        spec.flexible.lo
-    };
-    let _ = writeln!(
-        out,
-        "#[cfg(feature = \"sample\")]\nimpl {} {{\n    /// A pseudo-random value holding only fields that exist at `version`.\n    \
-         pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {{\n        \
-         let flexible = version >= {flex_min};\n        let mut this = Self::default();",
-        st.name
-    );
-    for f in &st.fields {
-        let fname = snake(&f.name);
-        let present = match f.tag {
-            None => f.versions,
-            Some((_, tv)) => tv.and(&f.versions).and(&spec.flexible),
-        };
-        let fv = valid.and(&f.versions);
-        let chance = if f.tag.is_some() {
-            " && g.chance(2)"
-        } else {
-            ""
-        };
-        match cond(&present, valid) {
-            Cond::Never => {}
-            Cond::Always if chance.is_empty() => {
-                let _ = writeln!(out, "        this.{fname} = {};", sample_expr(f, &fv));
-            }
-            Cond::Always => {
-                let _ = writeln!(
-                    out,
-                    "        if g.chance(2) {{\n            this.{fname} = {};\n        }}",
-                    sample_expr(f, &fv)
-                );
-            }
-            Cond::Expr(e) => {
-                let _ = writeln!(
-                    out,
-                    "        if {e}{chance} {{\n            this.{fname} = {};\n        }}",
-                    sample_expr(f, &fv)
-                );
-            }
-        }
-    }
-    out.push_str("        if flexible {\n            this.unknown_tagged_fields = g.unknown_tags();\n        }\n        this\n    }\n}\n\n");
-}
-
 /// The Rust source of one message module.
 pub fn message_file(spec: &Spec) -> Result<String, String> {
     let Some(api_key) = spec.api_key else {
@@ -829,7 +748,7 @@ pub fn message_file(spec: &Spec) -> Result<String, String> {
     );
     for (i, st) in spec.structs.iter().enumerate() {
         emit_struct(&mut out, spec, st, i == 0);
-        emit_sample(&mut out, spec, st);
+        crate::sample::emit_sample(&mut out, spec, st);
     }
     while out.ends_with("\n\n") {
         out.pop();

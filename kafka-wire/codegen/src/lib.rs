@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod emit;
 mod model;
+mod sample;
 
 pub use model::{parse_spec, Spec};
 

@@ -27,7 +27,7 @@ pub struct ApiVersionsRequest {
     /// Versions 3+, ignorable.
     pub client_software_version: ByteString,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ApiVersionsRequest {
@@ -35,7 +35,7 @@ impl Default for ApiVersionsRequest {
         Self {
             client_software_name: ByteString::new(),
             client_software_version: ByteString::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

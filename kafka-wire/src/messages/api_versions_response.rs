@@ -47,7 +47,7 @@ pub struct ApiVersionsResponse {
     /// Versions 3+, tagged (tag 3) 3+, ignorable.
     pub zk_migration_ready: bool,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ApiVersionsResponse {
@@ -60,7 +60,7 @@ impl Default for ApiVersionsResponse {
             finalized_features_epoch: -1,
             finalized_features: Vec::new(),
             zk_migration_ready: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -258,7 +258,7 @@ pub struct ApiVersion {
     /// Versions 0+.
     pub max_version: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ApiVersion {
@@ -267,7 +267,7 @@ impl Default for ApiVersion {
             api_key: 0,
             min_version: 0,
             max_version: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -371,7 +371,7 @@ pub struct SupportedFeatureKey {
     /// Versions 3+.
     pub max_version: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for SupportedFeatureKey {
@@ -380,7 +380,7 @@ impl Default for SupportedFeatureKey {
             name: ByteString::new(),
             min_version: 0,
             max_version: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -504,7 +504,7 @@ pub struct FinalizedFeatureKey {
     /// Versions 3+.
     pub min_version_level: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FinalizedFeatureKey {
@@ -513,7 +513,7 @@ impl Default for FinalizedFeatureKey {
             name: ByteString::new(),
             max_version_level: 0,
             min_version_level: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct ControlledShutdownRequest {
     /// Versions 2+, ignorable.
     pub broker_epoch: i64,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ControlledShutdownRequest {
@@ -35,7 +35,7 @@ impl Default for ControlledShutdownRequest {
         Self {
             broker_id: 0,
             broker_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct ControlledShutdownResponse {
     /// Versions 0+.
     pub remaining_partitions: Vec<RemainingPartition>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ControlledShutdownResponse {
@@ -35,7 +35,7 @@ impl Default for ControlledShutdownResponse {
         Self {
             error_code: 0,
             remaining_partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -135,7 +135,7 @@ pub struct RemainingPartition {
     /// Versions 0+.
     pub partition_index: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for RemainingPartition {
@@ -143,7 +143,7 @@ impl Default for RemainingPartition {
         Self {
             topic_name: ByteString::new(),
             partition_index: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -67,7 +67,7 @@ pub struct FetchRequest {
     /// Versions 11+, ignorable.
     pub rack_id: ByteString,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FetchRequest {
@@ -85,7 +85,7 @@ impl Default for FetchRequest {
             topics: Vec::new(),
             forgotten_topics_data: Vec::new(),
             rack_id: ByteString::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -332,7 +332,7 @@ pub struct ReplicaState {
     /// Versions 15+.
     pub replica_epoch: i64,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ReplicaState {
@@ -340,7 +340,7 @@ impl Default for ReplicaState {
         Self {
             replica_id: -1,
             replica_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -466,7 +466,7 @@ pub struct FetchPartition {
     /// Versions 17+, tagged (tag 0) 17+, ignorable.
     pub replica_directory_id: Uuid,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FetchPartition {
@@ -479,7 +479,7 @@ impl Default for FetchPartition {
             log_start_offset: -1,
             partition_max_bytes: 0,
             replica_directory_id: Uuid::ZERO,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -635,7 +635,7 @@ pub struct FetchTopic {
     /// Versions 0+.
     pub partitions: Vec<FetchPartition>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FetchTopic {
@@ -644,7 +644,7 @@ impl Default for FetchTopic {
             topic: ByteString::new(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -755,7 +755,7 @@ pub struct ForgottenTopic {
     /// Versions 7+.
     pub partitions: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ForgottenTopic {
@@ -764,7 +764,7 @@ impl Default for ForgottenTopic {
             topic: ByteString::new(),
             topic_id: Uuid::ZERO,
             partitions: Int32Array::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

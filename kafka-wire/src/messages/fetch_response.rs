@@ -39,7 +39,7 @@ pub struct FetchResponse {
     /// Versions 16+, tagged (tag 0) 16+.
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FetchResponse {
@@ -50,7 +50,7 @@ impl Default for FetchResponse {
             session_id: 0,
             responses: Vec::new(),
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -213,7 +213,7 @@ pub struct EpochEndOffset {
     /// Versions 12+.
     pub end_offset: i64,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for EpochEndOffset {
@@ -221,7 +221,7 @@ impl Default for EpochEndOffset {
         Self {
             epoch: -1,
             end_offset: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -327,7 +327,7 @@ pub struct LeaderIdAndEpoch {
     /// Versions 12+.
     pub leader_epoch: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -335,7 +335,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: -1,
             leader_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -441,7 +441,7 @@ pub struct SnapshotId {
     /// Versions 0+.
     pub epoch: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for SnapshotId {
@@ -449,7 +449,7 @@ impl Default for SnapshotId {
         Self {
             end_offset: -1,
             epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -544,7 +544,7 @@ pub struct AbortedTransaction {
     /// Versions 4+.
     pub first_offset: i64,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for AbortedTransaction {
@@ -552,7 +552,7 @@ impl Default for AbortedTransaction {
         Self {
             producer_id: 0,
             first_offset: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -694,7 +694,7 @@ pub struct PartitionData {
     /// Versions 0+, nullable 0+.
     pub records: Option<Bytes>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for PartitionData {
@@ -711,7 +711,7 @@ impl Default for PartitionData {
             aborted_transactions: Some(Vec::new()),
             preferred_read_replica: -1,
             records: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -944,7 +944,7 @@ pub struct FetchableTopicResponse {
     /// Versions 0+.
     pub partitions: Vec<PartitionData>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FetchableTopicResponse {
@@ -953,7 +953,7 @@ impl Default for FetchableTopicResponse {
             topic: ByteString::new(),
             topic_id: Uuid::ZERO,
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -1068,7 +1068,7 @@ pub struct NodeEndpoint {
     /// Versions 16+, nullable 16+.
     pub rack: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for NodeEndpoint {
@@ -1078,7 +1078,7 @@ impl Default for NodeEndpoint {
             host: ByteString::new(),
             port: 0,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -31,7 +31,7 @@ pub struct FindCoordinatorRequest {
     /// Versions 4+.
     pub coordinator_keys: Vec<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FindCoordinatorRequest {
@@ -40,7 +40,7 @@ impl Default for FindCoordinatorRequest {
             key: ByteString::new(),
             key_type: 0,
             coordinator_keys: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

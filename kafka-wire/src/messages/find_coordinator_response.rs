@@ -47,7 +47,7 @@ pub struct FindCoordinatorResponse {
     /// Versions 4+.
     pub coordinators: Vec<Coordinator>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for FindCoordinatorResponse {
@@ -60,7 +60,7 @@ impl Default for FindCoordinatorResponse {
             host: ByteString::new(),
             port: 0,
             coordinators: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -262,7 +262,7 @@ pub struct Coordinator {
     /// Versions 4+, nullable 4+, ignorable.
     pub error_message: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for Coordinator {
@@ -274,7 +274,7 @@ impl Default for Coordinator {
             port: 0,
             error_code: 0,
             error_message: Some(ByteString::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

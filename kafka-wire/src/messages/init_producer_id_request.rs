@@ -35,7 +35,7 @@ pub struct InitProducerIdRequest {
     /// Versions 3+.
     pub producer_epoch: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for InitProducerIdRequest {
@@ -45,7 +45,7 @@ impl Default for InitProducerIdRequest {
             transaction_timeout_ms: 0,
             producer_id: -1,
             producer_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -35,7 +35,7 @@ pub struct InitProducerIdResponse {
     /// Versions 0+.
     pub producer_epoch: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for InitProducerIdResponse {
@@ -45,7 +45,7 @@ impl Default for InitProducerIdResponse {
             error_code: 0,
             producer_id: 0,
             producer_epoch: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

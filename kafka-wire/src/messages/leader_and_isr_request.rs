@@ -51,7 +51,7 @@ pub struct LeaderAndIsrRequest {
     /// Versions 0+.
     pub live_leaders: Vec<LeaderAndIsrLiveLeader>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrRequest {
@@ -65,7 +65,7 @@ impl Default for LeaderAndIsrRequest {
             ungrouped_partition_states: Vec::new(),
             topic_states: Vec::new(),
             live_leaders: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -243,7 +243,7 @@ pub struct LeaderAndIsrTopicState {
     /// Versions 2+.
     pub partition_states: Vec<LeaderAndIsrPartitionState>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrTopicState {
@@ -252,7 +252,7 @@ impl Default for LeaderAndIsrTopicState {
             topic_name: ByteString::new(),
             topic_id: Uuid::ZERO,
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -375,7 +375,7 @@ pub struct LeaderAndIsrLiveLeader {
     /// Versions 0+.
     pub port: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrLiveLeader {
@@ -384,7 +384,7 @@ impl Default for LeaderAndIsrLiveLeader {
             broker_id: 0,
             host_name: ByteString::new(),
             port: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -514,7 +514,7 @@ pub struct LeaderAndIsrPartitionState {
     /// Versions 6+.
     pub leader_recovery_state: i8,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrPartitionState {
@@ -532,7 +532,7 @@ impl Default for LeaderAndIsrPartitionState {
             removing_replicas: Int32Array::new(),
             is_new: false,
             leader_recovery_state: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

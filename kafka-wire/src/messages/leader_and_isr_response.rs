@@ -31,7 +31,7 @@ pub struct LeaderAndIsrResponse {
     /// Versions 5+.
     pub topics: Vec<LeaderAndIsrTopicError>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrResponse {
@@ -40,7 +40,7 @@ impl Default for LeaderAndIsrResponse {
             error_code: 0,
             partition_errors: Vec::new(),
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -165,7 +165,7 @@ pub struct LeaderAndIsrTopicError {
     /// Versions 5+.
     pub partition_errors: Vec<LeaderAndIsrPartitionError>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrTopicError {
@@ -173,7 +173,7 @@ impl Default for LeaderAndIsrTopicError {
         Self {
             topic_id: Uuid::ZERO,
             partition_errors: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -284,7 +284,7 @@ pub struct LeaderAndIsrPartitionError {
     /// Versions 0+.
     pub error_code: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderAndIsrPartitionError {
@@ -293,7 +293,7 @@ impl Default for LeaderAndIsrPartitionError {
             topic_name: ByteString::new(),
             partition_index: 0,
             error_code: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -35,7 +35,7 @@ pub struct ListOffsetsRequest {
     /// Versions 10+, ignorable.
     pub timeout_ms: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsRequest {
@@ -45,7 +45,7 @@ impl Default for ListOffsetsRequest {
             isolation_level: 0,
             topics: Vec::new(),
             timeout_ms: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -179,7 +179,7 @@ pub struct ListOffsetsPartition {
     /// Versions 0.
     pub max_num_offsets: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsPartition {
@@ -189,7 +189,7 @@ impl Default for ListOffsetsPartition {
             current_leader_epoch: -1,
             timestamp: 0,
             max_num_offsets: 1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -301,7 +301,7 @@ pub struct ListOffsetsTopic {
     /// Versions 0+.
     pub partitions: Vec<ListOffsetsPartition>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsTopic {
@@ -309,7 +309,7 @@ impl Default for ListOffsetsTopic {
         Self {
             name: ByteString::new(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct ListOffsetsResponse {
     /// Versions 0+.
     pub topics: Vec<ListOffsetsTopicResponse>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsResponse {
@@ -35,7 +35,7 @@ impl Default for ListOffsetsResponse {
         Self {
             throttle_time_ms: 0,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -159,7 +159,7 @@ pub struct ListOffsetsPartitionResponse {
     /// Versions 4+.
     pub leader_epoch: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsPartitionResponse {
@@ -171,7 +171,7 @@ impl Default for ListOffsetsPartitionResponse {
             timestamp: -1,
             offset: -1,
             leader_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -323,7 +323,7 @@ pub struct ListOffsetsTopicResponse {
     /// Versions 0+.
     pub partitions: Vec<ListOffsetsPartitionResponse>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ListOffsetsTopicResponse {
@@ -331,7 +331,7 @@ impl Default for ListOffsetsTopicResponse {
         Self {
             name: ByteString::new(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

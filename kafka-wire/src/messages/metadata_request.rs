@@ -35,7 +35,7 @@ pub struct MetadataRequest {
     /// Versions 8+.
     pub include_topic_authorized_operations: bool,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataRequest {
@@ -45,7 +45,7 @@ impl Default for MetadataRequest {
             allow_auto_topic_creation: true,
             include_cluster_authorized_operations: false,
             include_topic_authorized_operations: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -189,7 +189,7 @@ pub struct MetadataRequestTopic {
     /// Versions 0+, nullable 10+.
     pub name: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataRequestTopic {
@@ -197,7 +197,7 @@ impl Default for MetadataRequestTopic {
         Self {
             topic_id: Uuid::ZERO,
             name: Some(ByteString::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

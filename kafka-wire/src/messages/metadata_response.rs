@@ -43,7 +43,7 @@ pub struct MetadataResponse {
     /// Versions 8-10.
     pub cluster_authorized_operations: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataResponse {
@@ -55,7 +55,7 @@ impl Default for MetadataResponse {
             controller_id: -1,
             topics: Vec::new(),
             cluster_authorized_operations: -2147483648,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -214,7 +214,7 @@ pub struct MetadataResponseBroker {
     /// Versions 1+, nullable 1+, ignorable.
     pub rack: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataResponseBroker {
@@ -224,7 +224,7 @@ impl Default for MetadataResponseBroker {
             host: ByteString::new(),
             port: 0,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -346,7 +346,7 @@ pub struct MetadataResponsePartition {
     /// Versions 5+, ignorable.
     pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataResponsePartition {
@@ -359,7 +359,7 @@ impl Default for MetadataResponsePartition {
             replica_nodes: Int32Array::new(),
             isr_nodes: Int32Array::new(),
             offline_replicas: Int32Array::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -507,7 +507,7 @@ pub struct MetadataResponseTopic {
     /// Versions 8+.
     pub topic_authorized_operations: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for MetadataResponseTopic {
@@ -519,7 +519,7 @@ impl Default for MetadataResponseTopic {
             is_internal: false,
             partitions: Vec::new(),
             topic_authorized_operations: -2147483648,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct OffsetForLeaderEpochRequest {
     /// Versions 0+.
     pub topics: Vec<OffsetForLeaderTopic>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for OffsetForLeaderEpochRequest {
@@ -35,7 +35,7 @@ impl Default for OffsetForLeaderEpochRequest {
         Self {
             replica_id: 0,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -147,7 +147,7 @@ pub struct OffsetForLeaderPartition {
     /// Versions 0+.
     pub leader_epoch: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for OffsetForLeaderPartition {
@@ -156,7 +156,7 @@ impl Default for OffsetForLeaderPartition {
             partition: 0,
             current_leader_epoch: -1,
             leader_epoch: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -254,7 +254,7 @@ pub struct OffsetForLeaderTopic {
     /// Versions 0+.
     pub partitions: Vec<OffsetForLeaderPartition>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for OffsetForLeaderTopic {
@@ -262,7 +262,7 @@ impl Default for OffsetForLeaderTopic {
         Self {
             topic: ByteString::new(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct OffsetForLeaderEpochResponse {
     /// Versions 0+.
     pub topics: Vec<OffsetForLeaderTopicResult>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for OffsetForLeaderEpochResponse {
@@ -35,7 +35,7 @@ impl Default for OffsetForLeaderEpochResponse {
         Self {
             throttle_time_ms: 0,
             topics: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -151,7 +151,7 @@ pub struct EpochEndOffset {
     /// Versions 0+.
     pub end_offset: i64,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for EpochEndOffset {
@@ -161,7 +161,7 @@ impl Default for EpochEndOffset {
             partition: 0,
             leader_epoch: -1,
             end_offset: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -272,7 +272,7 @@ pub struct OffsetForLeaderTopicResult {
     /// Versions 0+.
     pub partitions: Vec<EpochEndOffset>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for OffsetForLeaderTopicResult {
@@ -280,7 +280,7 @@ impl Default for OffsetForLeaderTopicResult {
         Self {
             topic: ByteString::new(),
             partitions: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

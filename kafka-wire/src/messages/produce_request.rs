@@ -35,7 +35,7 @@ pub struct ProduceRequest {
     /// Versions 0+.
     pub topic_data: Vec<TopicProduceData>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ProduceRequest {
@@ -45,7 +45,7 @@ impl Default for ProduceRequest {
             acks: 0,
             timeout_ms: 0,
             topic_data: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -172,7 +172,7 @@ pub struct PartitionProduceData {
     /// Versions 0+, nullable 0+.
     pub records: Option<Bytes>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for PartitionProduceData {
@@ -180,7 +180,7 @@ impl Default for PartitionProduceData {
         Self {
             index: 0,
             records: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -266,7 +266,7 @@ pub struct TopicProduceData {
     /// Versions 0+.
     pub partition_data: Vec<PartitionProduceData>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for TopicProduceData {
@@ -274,7 +274,7 @@ impl Default for TopicProduceData {
         Self {
             name: ByteString::new(),
             partition_data: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

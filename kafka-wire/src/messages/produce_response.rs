@@ -31,7 +31,7 @@ pub struct ProduceResponse {
     /// Versions 10+, tagged (tag 0) 10+.
     pub node_endpoints: Vec<NodeEndpoint>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for ProduceResponse {
@@ -40,7 +40,7 @@ impl Default for ProduceResponse {
             responses: Vec::new(),
             throttle_time_ms: 0,
             node_endpoints: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -177,7 +177,7 @@ pub struct BatchIndexAndErrorMessage {
     /// Versions 8+, nullable 8+.
     pub batch_index_error_message: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for BatchIndexAndErrorMessage {
@@ -185,7 +185,7 @@ impl Default for BatchIndexAndErrorMessage {
         Self {
             batch_index: 0,
             batch_index_error_message: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -291,7 +291,7 @@ pub struct LeaderIdAndEpoch {
     /// Versions 10+.
     pub leader_epoch: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for LeaderIdAndEpoch {
@@ -299,7 +299,7 @@ impl Default for LeaderIdAndEpoch {
         Self {
             leader_id: -1,
             leader_epoch: -1,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -429,7 +429,7 @@ pub struct PartitionProduceResponse {
     /// Versions 10+, tagged (tag 0) 10+.
     pub current_leader: LeaderIdAndEpoch,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for PartitionProduceResponse {
@@ -443,7 +443,7 @@ impl Default for PartitionProduceResponse {
             record_errors: Vec::new(),
             error_message: None,
             current_leader: LeaderIdAndEpoch::default(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -619,7 +619,7 @@ pub struct TopicProduceResponse {
     /// Versions 0+.
     pub partition_responses: Vec<PartitionProduceResponse>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for TopicProduceResponse {
@@ -627,7 +627,7 @@ impl Default for TopicProduceResponse {
         Self {
             name: ByteString::new(),
             partition_responses: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -722,7 +722,7 @@ pub struct NodeEndpoint {
     /// Versions 10+, nullable 10+.
     pub rack: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for NodeEndpoint {
@@ -732,7 +732,7 @@ impl Default for NodeEndpoint {
             host: ByteString::new(),
             port: 0,
             rack: None,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

@@ -51,7 +51,7 @@ pub struct StopReplicaRequest {
     /// Versions 3+.
     pub topic_states: Vec<StopReplicaTopicState>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaRequest {
@@ -65,7 +65,7 @@ impl Default for StopReplicaRequest {
             ungrouped_partitions: Vec::new(),
             topics: Vec::new(),
             topic_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -249,7 +249,7 @@ pub struct StopReplicaPartitionV0 {
     /// Versions 0.
     pub partition_index: i32,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaPartitionV0 {
@@ -257,7 +257,7 @@ impl Default for StopReplicaPartitionV0 {
         Self {
             topic_name: ByteString::new(),
             partition_index: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -363,7 +363,7 @@ pub struct StopReplicaTopicV1 {
     /// Versions 1-2.
     pub partition_indexes: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaTopicV1 {
@@ -371,7 +371,7 @@ impl Default for StopReplicaTopicV1 {
         Self {
             name: ByteString::new(),
             partition_indexes: Int32Array::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -481,7 +481,7 @@ pub struct StopReplicaPartitionState {
     /// Versions 3+.
     pub delete_partition: bool,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaPartitionState {
@@ -490,7 +490,7 @@ impl Default for StopReplicaPartitionState {
             partition_index: 0,
             leader_epoch: -1,
             delete_partition: false,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -610,7 +610,7 @@ pub struct StopReplicaTopicState {
     /// Versions 3+.
     pub partition_states: Vec<StopReplicaPartitionState>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaTopicState {
@@ -618,7 +618,7 @@ impl Default for StopReplicaTopicState {
         Self {
             topic_name: ByteString::new(),
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

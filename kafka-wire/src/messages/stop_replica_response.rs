@@ -27,7 +27,7 @@ pub struct StopReplicaResponse {
     /// Versions 0+.
     pub partition_errors: Vec<StopReplicaPartitionError>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaResponse {
@@ -35,7 +35,7 @@ impl Default for StopReplicaResponse {
         Self {
             error_code: 0,
             partition_errors: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -139,7 +139,7 @@ pub struct StopReplicaPartitionError {
     /// Versions 0+.
     pub error_code: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for StopReplicaPartitionError {
@@ -148,7 +148,7 @@ impl Default for StopReplicaPartitionError {
             topic_name: ByteString::new(),
             partition_index: 0,
             error_code: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

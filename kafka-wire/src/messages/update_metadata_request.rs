@@ -51,7 +51,7 @@ pub struct UpdateMetadataRequest {
     /// Versions 0+.
     pub live_brokers: Vec<UpdateMetadataBroker>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataRequest {
@@ -65,7 +65,7 @@ impl Default for UpdateMetadataRequest {
             ungrouped_partition_states: Vec::new(),
             topic_states: Vec::new(),
             live_brokers: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -256,7 +256,7 @@ pub struct UpdateMetadataTopicState {
     /// Versions 5+.
     pub partition_states: Vec<UpdateMetadataPartitionState>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataTopicState {
@@ -265,7 +265,7 @@ impl Default for UpdateMetadataTopicState {
             topic_name: ByteString::new(),
             topic_id: Uuid::ZERO,
             partition_states: Vec::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -392,7 +392,7 @@ pub struct UpdateMetadataEndpoint {
     /// Versions 1+.
     pub security_protocol: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataEndpoint {
@@ -402,7 +402,7 @@ impl Default for UpdateMetadataEndpoint {
             host: ByteString::new(),
             listener: ByteString::new(),
             security_protocol: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -546,7 +546,7 @@ pub struct UpdateMetadataBroker {
     /// Versions 2+, nullable 0+, ignorable.
     pub rack: Option<ByteString>,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataBroker {
@@ -557,7 +557,7 @@ impl Default for UpdateMetadataBroker {
             v0_port: 0,
             endpoints: Vec::new(),
             rack: Some(ByteString::new()),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
@@ -716,7 +716,7 @@ pub struct UpdateMetadataPartitionState {
     /// Versions 4+, ignorable.
     pub offline_replicas: Int32Array,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataPartitionState {
@@ -731,7 +731,7 @@ impl Default for UpdateMetadataPartitionState {
             zk_version: 0,
             replicas: Int32Array::new(),
             offline_replicas: Int32Array::new(),
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }

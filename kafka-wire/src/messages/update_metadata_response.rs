@@ -23,14 +23,14 @@ pub struct UpdateMetadataResponse {
     /// Versions 0+.
     pub error_code: i16,
     /// Tagged fields this version does not know, kept to be written back.
-    pub unknown_tagged_fields: Vec<RawTaggedField>,
+    pub unknown_tagged_fields: UnknownTaggedFields,
 }
 
 impl Default for UpdateMetadataResponse {
     fn default() -> Self {
         Self {
             error_code: 0,
-            unknown_tagged_fields: Vec::new(),
+            unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
 }
