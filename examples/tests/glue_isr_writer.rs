@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ha_examples::glue::{IsrChangeQueue, ZkIsrWriter};
+use ha_examples::glue::{propagate_once, IsrChangeQueue, IsrPropagationConfig, ZkIsrWriter};
 use ha_testkit::{require_zookeeper, ZkEnsemble};
 use kafka_controller::coordination::{
     Coordination, CoordinationError, CreateMode, EventStream, MemoryCoordination, Op, OpResult,
     SessionId, SessionState, Stat, ZooKeeperCoordination, ZooKeeperOptions, ANY_VERSION,
 };
-use kafka_controller::zk_data::{paths, PartitionStateZNode};
+use kafka_controller::zk_data::{
+    paths, Campaign, IsrChangeNotification, KafkaZkClient, KafkaZkError, PartitionStateZNode,
+    TopicPartitionEntry,
+};
 use kafka_replication::isr::{IsrProposal, IsrResult, IsrWriter, LeaderAndIsr, TopicPartition};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -89,6 +92,33 @@ async fn cas_success(coord: Arc<dyn Coordination>, topic: &str) -> TestResult {
     // The next change is based on the new epoch.
     let r = w.propose(&shrink(topic, vec![1], 1)).await;
     assert_eq!(r, IsrResult::Committed { partition_epoch: 2 });
+
+    // A controller's write based on the epoch it saw before the leader's changes is refused.
+    let zk = KafkaZkClient::new(coord.clone());
+    let Campaign::Elected(epoch) = zk.campaign(9, 0).await? else {
+        return Err("the controller must be elected".into());
+    };
+    let stale = PartitionStateZNode::new(2, 4, epoch.epoch, vec![2]);
+    let refused = zk.set_partition_state(epoch, topic, 0, &stale, 0).await;
+    assert!(
+        matches!(&refused, Err(KafkaZkError::Coordination(e)) if e.is_bad_version()),
+        "{refused:?}"
+    );
+
+    // KAFKA-NOTES §5: the recorded change goes out as one sequential notification.
+    let config = IsrPropagationConfig::default();
+    let later = tokio::time::Instant::now() + Duration::from_secs(6);
+    let path = propagate_once(&zk, w.changes(), &config, later)
+        .await
+        .ok_or("no notification written")?;
+    assert!(
+        path.starts_with("/isr_change_notification/isr_change_"),
+        "{path}"
+    );
+    let (data, _) = coord.get_data(&path, false).await?;
+    let n = IsrChangeNotification::from_json(&data)?;
+    assert_eq!(n.partitions, vec![TopicPartitionEntry::new(topic, 0)]);
+    assert!(w.changes().pending().is_empty());
     Ok(())
 }
 
@@ -283,5 +313,25 @@ async fn k1_3_zk_isr_writer_on_real_zookeeper() -> TestResult {
     cas_success(coord.clone(), "a").await?;
     conflict_with_controller(coord.clone(), "b").await?;
     retried_write_that_applied(coord, "c").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn k4_3_isr_write_carries_the_controller_epoch_of_the_leadership_decision() -> TestResult {
+    let coord: Arc<dyn Coordination> = Arc::new(MemoryCoordination::new());
+    create_partition(coord.as_ref(), "t").await?;
+    let tp = TopicPartition::new("t", 0);
+    let mut w = writer(coord.clone());
+    // Not told by a LeaderAndIsr: the stored controller epoch stays.
+    w.propose(&shrink("t", vec![1, 2], 0)).await;
+    let stored_state = |json: String| PartitionStateZNode::from_json(json.as_bytes());
+    let s = stored_state(stored(coord.as_ref(), "t").await?.0)?;
+    assert_eq!(s.controller_epoch, 7);
+    // Made leader by the LeaderAndIsr of controller epoch 8: the write carries 8.
+    w.set_controller_epoch(tp.clone(), 8);
+    w.propose(&shrink("t", vec![1], 1)).await;
+    let s = stored_state(stored(coord.as_ref(), "t").await?.0)?;
+    assert_eq!((s.controller_epoch, s.isr), (8, vec![1]));
+    w.forget(&tp);
     Ok(())
 }
