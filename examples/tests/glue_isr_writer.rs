@@ -335,3 +335,41 @@ async fn k4_3_isr_write_carries_the_controller_epoch_of_the_leadership_decision(
     w.forget(&tp);
     Ok(())
 }
+
+#[tokio::test]
+async fn k1_3_partition_leader_shrinks_its_isr_through_the_zk_isr_writer() -> TestResult {
+    use kafka_replication::log::MemoryLog;
+    use kafka_replication::partition::{Partition, PartitionConfig, PartitionState};
+
+    let coord: Arc<dyn Coordination> = Arc::new(MemoryCoordination::new());
+    create_partition(coord.as_ref(), "t").await?;
+    let tp = TopicPartition::new("t", 0);
+    let mut p = Partition::new(tp.clone(), 1, MemoryLog::new(), PartitionConfig::default());
+    // The LeaderAndIsr of controller epoch 7 made broker 1 leader at partition epoch 0.
+    p.make_leader(
+        0,
+        &PartitionState {
+            controller_epoch: 7,
+            leader: 1,
+            leader_epoch: 3,
+            isr: vec![1, 2, 3],
+            partition_epoch: 0,
+            replicas: vec![1, 2, 3],
+        },
+    )?;
+    let mut w = writer(coord.clone());
+    w.set_controller_epoch(tp.clone(), p.controller_epoch());
+    // Followers 2 and 3 never fetch: after replica.lag.time.max.ms they are out.
+    assert!(p.maybe_shrink_isr(30_001));
+    let proposal = p.poll_isr_proposal().ok_or("no proposal")?;
+    p.on_isr_result(w.propose(&proposal).await);
+    assert_eq!(p.isr(), &[1]);
+    assert_eq!(p.partition_epoch(), 1);
+    let s = PartitionStateZNode::from_json(stored(coord.as_ref(), "t").await?.0.as_bytes())?;
+    assert_eq!(
+        (s.leader, s.leader_epoch, s.controller_epoch, s.isr),
+        (1, 3, 7, vec![1])
+    );
+    assert_eq!(w.changes().pending(), vec![tp]);
+    Ok(())
+}
