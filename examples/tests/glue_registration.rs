@@ -133,3 +133,23 @@ async fn kip_380_reregistration_after_session_expiry_on_real_zookeeper() -> Test
     assert_eq!(registration, v5_registration());
     Ok(())
 }
+
+#[tokio::test]
+async fn kip_380_connection_loss_without_expiry_keeps_the_registration_and_epoch() -> TestResult {
+    let tree = MemoryTree::new();
+    let client = tree.connect();
+    let session = client.session_id();
+    let coord: Arc<dyn Coordination> = Arc::new(client);
+    let broker = BrokerRegistrar::new(coord.clone(), 2, v5_registration())
+        .start()
+        .await?;
+    let first = broker.broker_epoch().ok_or("not registered")?;
+    assert!(tree.suspend(session));
+    assert!(tree.resume(session));
+    // Give the task the reconnection event; the registration stays the same.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(broker.broker_epoch(), Some(first));
+    let (_, stat) = coord.get_data(&paths::broker(2), false).await?;
+    assert_eq!((stat.czxid, stat.ephemeral_owner), (first, session));
+    Ok(())
+}

@@ -78,11 +78,17 @@ impl BrokerRegistrar {
         // Subscribe first: an expiry right after the registration must not be missed.
         let mut events = self.zk.coordination().events();
         let epoch = self.register().await?;
+        // The session the current registration belongs to: a reconnection within it (after a
+        // plain connection loss) finds the registration still in place.
+        let mut registered_in = Some(self.zk.coordination().session_id());
         let (tx, rx) = watch::channel(Some(epoch));
         let task = tokio::spawn(async move {
             while let Some(event) = events.next().await {
                 match event {
+                    CoordinationEvent::Session(SessionEvent::Connected { session_id })
+                        if registered_in == Some(session_id) => {}
                     CoordinationEvent::Session(SessionEvent::Expired { session_id }) => {
+                        registered_in = None;
                         tracing::warn!(
                             broker = self.id,
                             session_id,
@@ -93,6 +99,7 @@ impl BrokerRegistrar {
                     CoordinationEvent::Session(SessionEvent::Connected { session_id }) => {
                         match self.register_with_retries().await {
                             Ok(epoch) => {
+                                registered_in = Some(session_id);
                                 tracing::info!(
                                     broker = self.id,
                                     session_id,
