@@ -39,6 +39,10 @@ pub enum IsrWriteError {
 }
 
 /// K1.3 / KAFKA-NOTES §4.3: the [`IsrWriter`] of a ZooKeeper-mode leader.
+///
+/// Runs on a tokio runtime (the pause between retries of a write lost with the connection is
+/// a tokio timer). Tell it the controller epoch of each partition it leads with
+/// [`set_controller_epoch`](Self::set_controller_epoch) when a LeaderAndIsr arrives.
 pub struct ZkIsrWriter {
     coord: Arc<dyn Coordination>,
     controller_epochs: HashMap<TopicPartition, i32>,
