@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod error_code;
+pub mod frame;
 pub mod records;
 pub mod varint;
 

@@ -3,9 +3,9 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_wire::records::{
-    rewrite_record_set, set_base_offset, set_partition_leader_epoch, Compression,
-    ControlRecordType, EndTransactionMarker, RecordBatch, RecordBatchBuilder, RecordBatches,
-    RecordHeader, TimestampType, RECORD_BATCH_OVERHEAD,
+    rewrite_record_set, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    Compression, ControlRecordType, EndTransactionMarker, RecordBatch, RecordBatchBuilder,
+    RecordBatches, RecordHeader, TimestampType, RECORD_BATCH_OVERHEAD,
 };
 use kafka_wire::DecodeError;
 
@@ -300,4 +300,33 @@ fn end_transaction_marker_control_batch_round_trips() {
         ControlRecordType::from_key(r.key.as_deref()).unwrap(),
         ControlRecordType::Commit
     );
+}
+
+#[test]
+fn log_append_time_is_stamped_in_place_with_a_new_crc() {
+    let bytes = sample(0, 3);
+    let mut m = BytesMut::from(&bytes[..]);
+    assert_eq!(set_log_append_time(&mut m, 99_999).unwrap(), bytes.len());
+    let batch = RecordBatch::parse(m.freeze()).unwrap();
+    assert_eq!(batch.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(batch.max_timestamp(), 99_999);
+    assert_eq!((batch.producer_id(), batch.base_sequence()), (42, 100));
+    assert!(batch
+        .records()
+        .unwrap()
+        .all(|r| r.unwrap().timestamp == 99_999));
+    assert!(set_log_append_time(&mut BytesMut::from(&bytes[..60])[..], 1).is_err());
+}
+
+#[test]
+fn decoded_records_rebuild_into_an_equal_batch() {
+    let bytes = sample(100, 4);
+    let batch = RecordBatch::parse(bytes.clone()).unwrap();
+    let mut b = RecordBatchBuilder::new(100)
+        .producer(42, 3, 100)
+        .partition_leader_epoch(5);
+    for r in batch.records().unwrap() {
+        b.append_record(&r.unwrap()).unwrap();
+    }
+    assert_eq!(b.build().unwrap(), bytes);
 }

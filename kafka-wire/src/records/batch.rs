@@ -84,9 +84,28 @@ pub(crate) fn claimed_size(buf: &[u8]) -> Result<usize, DecodeError> {
 /// Construction checks the magic, that `batchLength` matches the bytes exactly, that the
 /// compression codec id is known and the record count is not negative, and (with
 /// [`RecordBatch::parse`]) the CRC-32C. Accessors read the header in place.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RecordBatch {
     bytes: Bytes,
+}
+
+impl std::fmt::Debug for RecordBatch {
+    /// The header fields, not the bytes.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("base_offset", &self.base_offset())
+            .field("size", &self.size())
+            .field("partition_leader_epoch", &self.partition_leader_epoch())
+            .field("attributes", &self.attributes())
+            .field("last_offset_delta", &self.last_offset_delta())
+            .field("base_timestamp", &self.base_timestamp())
+            .field("max_timestamp", &self.max_timestamp())
+            .field("producer_id", &self.producer_id())
+            .field("producer_epoch", &self.producer_epoch())
+            .field("base_sequence", &self.base_sequence())
+            .field("record_count", &self.record_count())
+            .finish()
+    }
 }
 
 impl RecordBatch {
@@ -281,7 +300,8 @@ impl RecordBatch {
             .saturating_add(i64::from(self.last_offset_delta()))
     }
 
-    /// Offset after the batch: `last_offset() + 1`, the log end offset once it is appended.
+    /// Offset after the batch: `last_offset() + 1`, the log end offset once it is appended
+    /// (the LEO a follower reports, K8.2).
     pub fn next_offset(&self) -> i64 {
         self.last_offset().saturating_add(1)
     }
@@ -349,6 +369,40 @@ pub fn set_base_offset(batch: &mut [u8], base_offset: i64) -> Result<(), DecodeE
 pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<(), DecodeError> {
     header_slice(batch, MAGIC)?[PARTITION_LEADER_EPOCH..].copy_from_slice(&epoch.to_be_bytes());
     Ok(())
+}
+
+/// Stamps a log-append time on the batch at the start of `batch`, as a broker does for topics
+/// with `message.timestamp.type=LogAppendTime`: sets the timestamp-type attribute and
+/// `maxTimestamp`, then recomputes the CRC (both fields lie inside it). Every record of the
+/// batch then reads `timestamp`. Returns the batch's size.
+pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) -> Result<usize, DecodeError> {
+    if batch.len() < RECORD_BATCH_OVERHEAD {
+        return Err(DecodeError::Truncated {
+            needed: RECORD_BATCH_OVERHEAD,
+            remaining: batch.len(),
+        });
+    }
+    let size = claimed_size(batch)?;
+    if batch.len() < size {
+        return Err(DecodeError::Truncated {
+            needed: size,
+            remaining: batch.len(),
+        });
+    }
+    let attributes = Attributes(read_i16(batch, ATTRIBUTES));
+    let stamped = Attributes::new(
+        attributes.compression()?,
+        TimestampType::LogAppendTime,
+        attributes.is_transactional(),
+        attributes.is_control(),
+    )
+    .raw()
+        | (attributes.raw() & !0x3f);
+    batch[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&stamped.to_be_bytes());
+    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES..size]);
+    batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(size)
 }
 
 /// Assigns consecutive offsets from `first_offset` and stamps `leader_epoch` on every batch

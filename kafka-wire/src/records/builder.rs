@@ -8,7 +8,7 @@ use super::attributes::{Attributes, Compression, TimestampType};
 use super::batch::{ATTRIBUTES, CRC, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD};
 use super::compression;
 use super::control::EndTransactionMarker;
-use super::record::RecordHeader;
+use super::record::{Record, RecordHeader};
 use super::{
     MAGIC_V2, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE,
     NO_TIMESTAMP,
@@ -172,6 +172,16 @@ impl RecordBatchBuilder {
         }
         self.count += 1;
         Ok(())
+    }
+
+    /// Appends a decoded record (its offset is ignored: records get consecutive offsets).
+    pub fn append_record(&mut self, record: &Record) -> Result<(), EncodeError> {
+        self.append(
+            record.timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        )
     }
 
     /// Finishes the batch: header, (compressed) records and CRC.

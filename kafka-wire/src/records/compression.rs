@@ -3,7 +3,7 @@
 //!
 //! Decompression is bounded: output beyond the caller's maximum is an error, and no codec
 //! allocates much more than that maximum (Snappy's declared length is also checked against
-//! the input's size; Zstandard's window is capped at the maximum).
+//! the input's size; Zstandard's window is capped near the maximum, at least 2 MiB).
 //!
 //! Snappy: Kafka's Java clients write the xerial framing (a 16-byte header, then blocks each
 //! prefixed by a 4-byte big-endian length), librdkafka writes a plain Snappy block for magic
@@ -60,8 +60,10 @@ pub(crate) fn decompress(
         Compression::Zstd => {
             let mut decoder = zstd::stream::read::Decoder::new(input)
                 .map_err(|e| DecodeError::Decompression(e.to_string()))?;
-            // The window is the decoder's largest allocation: keep it within the bound.
-            let window_log = (usize::BITS - max.max(1).leading_zeros()).clamp(10, 27);
+            // The window is the decoder's largest allocation: keep it near the bound, but
+            // never under 2 MiB (the window of zstd's default levels on streamed input).
+            let ceil_log2 = usize::BITS - max.max(2).saturating_sub(1).leading_zeros();
+            let window_log = ceil_log2.clamp(21, 27);
             decoder
                 .window_log_max(window_log)
                 .map_err(|e| DecodeError::Decompression(e.to_string()))?;

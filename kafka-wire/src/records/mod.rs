@@ -6,6 +6,32 @@
 //!
 //! Magic 0 and 1 message sets are recognised and refused with
 //! [`DecodeError::UnsupportedMagic`](crate::DecodeError::UnsupportedMagic).
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use kafka_wire::records::{set_base_offset, RecordBatch, RecordBatchBuilder, RecordBatches, RecordHeader};
+//!
+//! let mut builder = RecordBatchBuilder::new(0).producer(1000, 0, 0);
+//! builder.append(1_700_000_000_000, Some(b"key"), Some(b"value"), &[RecordHeader::new("h", None)])?;
+//! builder.append(1_700_000_000_005, None, Some(b"second"), &[])?;
+//! let mut batch = BytesMut::from(&builder.build()?[..]);
+//!
+//! // A leader assigns the offsets in place; the CRC stays valid.
+//! set_base_offset(&mut batch, 42)?;
+//!
+//! // A fetched record set may end mid-batch: only whole batches come out.
+//! let mut set = batch.clone();
+//! set.extend_from_slice(&batch[..20]);
+//! let mut batches = RecordBatches::new(set.freeze());
+//! let first: RecordBatch = batches.next().unwrap()?;
+//! assert!(batches.next().is_none());
+//! assert_eq!(batches.whole_len(), batch.len());
+//!
+//! assert_eq!(first.next_offset(), 44);
+//! let offsets: Vec<i64> = first.records()?.map(|r| r.map(|r| r.offset)).collect::<Result<_, _>>()?;
+//! assert_eq!(offsets, [42, 43]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod attributes;
 mod batch;
@@ -17,8 +43,8 @@ mod record;
 
 pub use attributes::{Attributes, Compression, TimestampType};
 pub use batch::{
-    rewrite_record_set, set_base_offset, set_partition_leader_epoch, RecordBatch,
-    DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+    rewrite_record_set, set_base_offset, set_log_append_time, set_partition_leader_epoch,
+    RecordBatch, DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
 pub use batches::RecordBatches;
 pub use builder::RecordBatchBuilder;

@@ -6,7 +6,7 @@
 //! `headerCount varint`, then per header `keyLength varint` + key (UTF-8),
 //! `valueLength varint` + value. Lengths of -1 mean null.
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 
 use super::batch::MIN_RECORD_SIZE;
 use crate::varint::{get_varint, get_varlong};
@@ -61,6 +61,7 @@ pub struct Record {
 #[derive(Debug, Clone)]
 pub struct Records {
     buf: Bytes,
+    pos: usize,
     remaining: usize,
     base_offset: i64,
     base_timestamp: i64,
@@ -72,16 +73,24 @@ fn invalid_len(what: &'static str, length: i64) -> DecodeError {
     DecodeError::InvalidLength { what, length }
 }
 
-/// Reads a varint length, `-1` meaning null, and slices that many bytes.
-fn get_nullable_bytes(buf: &mut Bytes, what: &'static str) -> Result<Option<Bytes>, DecodeError> {
-    let len = get_varint(buf)?;
+/// Reads a varint length (`-1` meaning null) from `cur`, a tail of `buf` ending at `end`,
+/// and returns that many bytes as a zero-copy slice of `buf`.
+fn take_nullable(
+    buf: &Bytes,
+    cur: &mut &[u8],
+    end: usize,
+    what: &'static str,
+) -> Result<Option<Bytes>, DecodeError> {
+    let len = get_varint(cur)?;
     if len == -1 {
         return Ok(None);
     }
-    if len < 0 || len as usize > buf.len() {
+    if len < 0 || len as usize > cur.len() {
         return Err(invalid_len(what, i64::from(len)));
     }
-    Ok(Some(buf.split_to(len as usize)))
+    let at = end - cur.len();
+    *cur = &cur[len as usize..];
+    Ok(Some(buf.slice(at..at + len as usize)))
 }
 
 impl Records {
@@ -97,6 +106,7 @@ impl Records {
         }
         Ok(Records {
             buf,
+            pos: 0,
             remaining: count as usize,
             base_offset,
             base_timestamp,
@@ -111,42 +121,46 @@ impl Records {
     }
 
     fn decode_one(&mut self) -> Result<Record, DecodeError> {
-        let length = get_varint(&mut self.buf)?;
-        if length < 0 || length as usize > self.buf.len() {
+        let buf = &self.buf;
+        let mut cur = &buf[self.pos..];
+        let length = get_varint(&mut cur)?;
+        if length < 0 || length as usize > cur.len() {
             return Err(invalid_len("record length", i64::from(length)));
         }
-        let mut r = self.buf.split_to(length as usize);
-        if !r.has_remaining() {
+        let end = buf.len() - cur.len() + length as usize;
+        let mut r = &cur[..length as usize];
+        let Some((_attributes, rest)) = r.split_first() else {
             return Err(DecodeError::Truncated {
                 needed: 1,
                 remaining: 0,
             });
-        }
-        let _attributes = r.get_i8();
+        };
+        r = rest;
         let timestamp_delta = get_varlong(&mut r)?;
         let offset_delta = get_varint(&mut r)?;
-        let key = get_nullable_bytes(&mut r, "record key length")?;
-        let value = get_nullable_bytes(&mut r, "record value length")?;
+        let key = take_nullable(buf, &mut r, end, "record key length")?;
+        let value = take_nullable(buf, &mut r, end, "record value length")?;
         let header_count = get_varint(&mut r)?;
         if header_count < 0 || header_count as usize > r.len() / 2 {
             return Err(invalid_len("record header count", i64::from(header_count)));
         }
         let mut headers = Vec::with_capacity(header_count as usize);
         for _ in 0..header_count {
-            let key = get_nullable_bytes(&mut r, "record header key length")?
+            let key = take_nullable(buf, &mut r, end, "record header key length")?
                 .ok_or(invalid_len("record header key length", -1))?;
             if std::str::from_utf8(&key).is_err() {
                 return Err(DecodeError::InvalidUtf8);
             }
-            let value = get_nullable_bytes(&mut r, "record header value length")?;
+            let value = take_nullable(buf, &mut r, end, "record header value length")?;
             headers.push(RecordHeader { key, value });
         }
-        if r.has_remaining() {
+        if !r.is_empty() {
             return Err(invalid_len(
                 "record length (bytes left inside the record)",
                 i64::from(length),
             ));
         }
+        self.pos = end;
         Ok(Record {
             offset: self.base_offset.wrapping_add(i64::from(offset_delta)),
             timestamp: self
@@ -168,10 +182,10 @@ impl Iterator for Records {
         }
         if self.remaining == 0 {
             self.done = true;
-            if self.buf.has_remaining() {
+            if self.pos < self.buf.len() {
                 return Some(Err(invalid_len(
                     "record batch (bytes left after the last record)",
-                    self.buf.len() as i64,
+                    (self.buf.len() - self.pos) as i64,
                 )));
             }
             return None;
