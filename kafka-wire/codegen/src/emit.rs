@@ -1,0 +1,722 @@
+//! Turns a parsed [`Spec`] into the Rust source of one message module.
+
+use std::fmt::Write as _;
+
+use crate::model::{snake, Field, Range, Spec, Struct, Ty};
+
+/// A version condition, simplified against the message's valid versions.
+enum Cond {
+    Always,
+    Never,
+    Expr(String),
+}
+
+fn cond(r: &Range, valid: &Range) -> Cond {
+    let r = r.and(valid);
+    if r.is_empty() {
+        Cond::Never
+    } else if r.lo <= valid.lo && r.hi >= valid.hi {
+        Cond::Always
+    } else if r.hi >= valid.hi {
+        Cond::Expr(format!("version >= {}", r.lo))
+    } else if r.lo <= valid.lo {
+        Cond::Expr(format!("version <= {}", r.hi))
+    } else {
+        Cond::Expr(format!("({}..={}).contains(&version)", r.lo, r.hi))
+    }
+}
+
+/// The negation of a condition expression made by [`cond`].
+fn neg(e: &str) -> String {
+    if let Some(n) = e.strip_prefix("version >= ") {
+        format!("version < {n}")
+    } else if let Some(n) = e.strip_prefix("version <= ") {
+        format!("version > {n}")
+    } else {
+        format!("!{e}")
+    }
+}
+
+fn is_option(f: &Field) -> bool {
+    matches!(f.ty, Ty::Records) || !f.nullable.and(&f.versions).is_empty()
+}
+
+fn elem_ty(t: &Ty) -> String {
+    match t {
+        Ty::Bool => "bool".into(),
+        Ty::Int8 => "i8".into(),
+        Ty::Int16 => "i16".into(),
+        Ty::Uint16 => "u16".into(),
+        Ty::Int32 => "i32".into(),
+        Ty::Uint32 => "u32".into(),
+        Ty::Int64 => "i64".into(),
+        Ty::Float64 => "f64".into(),
+        Ty::String => "ByteString".into(),
+        Ty::Uuid => "Uuid".into(),
+        Ty::Bytes | Ty::Records => "Bytes".into(),
+        Ty::Array(inner) => format!("Vec<{}>", elem_ty(inner)),
+        Ty::Struct(n) => n.clone(),
+    }
+}
+
+fn rust_ty(f: &Field) -> String {
+    let base = elem_ty(&f.ty);
+    if is_option(f) {
+        format!("Option<{base}>")
+    } else {
+        base
+    }
+}
+
+fn default_expr(f: &Field) -> String {
+    let wrap = |x: String| {
+        if is_option(f) {
+            format!("Some({x})")
+        } else {
+            x
+        }
+    };
+    let d = f.default.as_deref();
+    match &f.ty {
+        Ty::Records => "None".into(),
+        Ty::Bool => d.unwrap_or("false").into(),
+        Ty::Int8 | Ty::Int16 | Ty::Uint16 | Ty::Int32 | Ty::Uint32 | Ty::Int64 => {
+            d.unwrap_or("0").into()
+        }
+        Ty::Float64 => match d {
+            Some(x) if x.contains('.') => x.into(),
+            Some(x) => format!("{x}.0"),
+            None => "0.0".into(),
+        },
+        Ty::String => match d {
+            Some("null") => "None".into(),
+            Some(x) if !x.is_empty() => wrap(format!("ByteString::from_static({x:?})")),
+            _ => wrap("ByteString::new()".into()),
+        },
+        Ty::Bytes => match d {
+            Some("null") => "None".into(),
+            _ => wrap("Bytes::new()".into()),
+        },
+        Ty::Uuid => "Uuid::ZERO".into(),
+        Ty::Array(_) => match d {
+            Some("null") => "None".into(),
+            _ => wrap("Vec::new()".into()),
+        },
+        Ty::Struct(n) => format!("{n}::default()"),
+    }
+}
+
+/// An expression that is true when `val` differs from the field's default.
+fn non_default(f: &Field, val: &str) -> String {
+    match (&f.ty, is_option(f)) {
+        (Ty::Bool, _) => {
+            if f.default.as_deref() == Some("true") {
+                format!("!{val}")
+            } else {
+                val.to_string()
+            }
+        }
+        (Ty::Array(_), false) => format!("!{val}.is_empty()"),
+        (Ty::Records, _) => format!("{val}.is_some()"),
+        _ if default_expr(f) == "None" => format!("{val}.is_some()"),
+        _ => format!("{val} != {}", default_expr(f)),
+    }
+}
+
+fn min_elem(t: &Ty) -> String {
+    match t {
+        Ty::Bool | Ty::Int8 => "1".into(),
+        Ty::Int16 | Ty::Uint16 => "2".into(),
+        Ty::Int32 | Ty::Uint32 => "4".into(),
+        Ty::Int64 | Ty::Float64 => "8".into(),
+        Ty::Uuid => "16".into(),
+        Ty::String => "if flexible { 1 } else { 2 }".into(),
+        Ty::Bytes | Ty::Records | Ty::Array(_) => "if flexible { 1 } else { 4 }".into(),
+        Ty::Struct(n) => format!("{n}::min_len(version)"),
+    }
+}
+
+fn read_scalar(t: &Ty, b: &str, what: &str) -> String {
+    match t {
+        Ty::Bool => format!("get_bool({b})"),
+        Ty::Int8 => format!("get_i8({b})"),
+        Ty::Int16 => format!("get_i16({b})"),
+        Ty::Uint16 => format!("get_u16({b})"),
+        Ty::Int32 => format!("get_i32({b})"),
+        Ty::Uint32 => format!("get_u32({b})"),
+        Ty::Int64 => format!("get_i64({b})"),
+        Ty::Float64 => format!("get_f64({b})"),
+        Ty::Uuid => format!("get_uuid({b})"),
+        Ty::String => format!("get_string({b}, flexible, {what:?})"),
+        Ty::Bytes | Ty::Records => format!("get_bytes({b}, flexible, {what:?})"),
+        Ty::Struct(n) => format!("{n}::decode({b}, version)"),
+        Ty::Array(_) => unreachable_nested(),
+    }
+}
+
+fn unreachable_nested() -> String {
+    "compile_error!(\"nested arrays are not supported\")".into()
+}
+
+fn elem_reader(t: &Ty, what: &str) -> String {
+    match t {
+        Ty::Bool => "get_bool".into(),
+        Ty::Int8 => "get_i8".into(),
+        Ty::Int16 => "get_i16".into(),
+        Ty::Uint16 => "get_u16".into(),
+        Ty::Int32 => "get_i32".into(),
+        Ty::Uint32 => "get_u32".into(),
+        Ty::Int64 => "get_i64".into(),
+        Ty::Float64 => "get_f64".into(),
+        Ty::Uuid => "get_uuid".into(),
+        _ => format!("|b| {}", read_scalar(t, "b", what)),
+    }
+}
+
+/// The expression reading field `f` from `b` (including `?`).
+fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
+    let what = snake(&f.name);
+    let nc = cond(&f.nullable.and(&f.versions), valid);
+    let opt = is_option(f);
+    let (nullable_read, plain_read) = match &f.ty {
+        Ty::String => (
+            format!("get_nullable_string({b}, flexible, {what:?})?"),
+            format!("get_string({b}, flexible, {what:?})?"),
+        ),
+        Ty::Bytes | Ty::Records => (
+            format!("get_nullable_bytes({b}, flexible, {what:?})?"),
+            format!("get_bytes({b}, flexible, {what:?})?"),
+        ),
+        Ty::Array(inner) => {
+            let min = min_elem(inner);
+            let er = elem_reader(inner, &what);
+            (
+                format!("get_nullable_array({b}, flexible, {min}, {what:?}, {er})?"),
+                format!("get_array({b}, flexible, {min}, {what:?}, {er})?"),
+            )
+        }
+        t => return format!("{}?", read_scalar(t, b, &what)),
+    };
+    if !opt {
+        return plain_read;
+    }
+    match nc {
+        Cond::Always => nullable_read,
+        Cond::Never => format!("Some({plain_read})"),
+        Cond::Expr(e) => format!("if {e} {{ {nullable_read} }} else {{ Some({plain_read}) }}"),
+    }
+}
+
+/// Statements writing the value `val` (a place expression such as `self.x`) to `w`.
+fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> String {
+    let what = snake(&f.name);
+    let mut s = String::new();
+    let opt = is_option(f);
+    if opt {
+        match cond(&f.nullable.and(&f.versions), valid) {
+            Cond::Always => {}
+            Cond::Never => {
+                let _ = writeln!(
+                    s,
+                    "{indent}if {val}.is_none() {{ return Err(EncodeError::NullNotAllowed {{ field: {what:?}, version }}); }}"
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    s,
+                    "{indent}if {val}.is_none() && {} {{ return Err(EncodeError::NullNotAllowed {{ field: {what:?}, version }}); }}",
+                    neg(&e)
+                );
+            }
+        }
+    }
+    let scalar = |t: &Ty, v: &str| -> String {
+        match t {
+            Ty::Bool => format!("put_bool({w}, {v});"),
+            Ty::Int8 => format!("{w}.write_i8({v});"),
+            Ty::Int16 => format!("{w}.write_i16({v});"),
+            Ty::Uint16 => format!("{w}.write_u16({v});"),
+            Ty::Int32 => format!("{w}.write_i32({v});"),
+            Ty::Uint32 => format!("{w}.write_u32({v});"),
+            Ty::Int64 => format!("{w}.write_i64({v});"),
+            Ty::Float64 => format!("{w}.write_f64({v});"),
+            Ty::Uuid => format!("put_uuid({w}, &{v});"),
+            Ty::String => format!("put_string({w}, &{v}, flexible, {what:?})?;"),
+            Ty::Bytes => format!("put_bytes({w}, &{v}, flexible, false, {what:?})?;"),
+            Ty::Records => format!("put_bytes({w}, &{v}, flexible, true, {what:?})?;"),
+            Ty::Struct(_) => format!("{v}.encode({w}, version)?;"),
+            Ty::Array(_) => unreachable_nested(),
+        }
+    };
+    match &f.ty {
+        Ty::String if opt => {
+            let _ = writeln!(
+                s,
+                "{indent}put_nullable_string({w}, {val}.as_deref(), flexible, {what:?})?;"
+            );
+        }
+        Ty::Bytes | Ty::Records if opt => {
+            let shared = matches!(f.ty, Ty::Records);
+            let _ = writeln!(
+                s,
+                "{indent}put_nullable_bytes({w}, {val}.as_ref(), flexible, {shared}, {what:?})?;"
+            );
+        }
+        Ty::Array(inner) => {
+            let deref = match **inner {
+                Ty::Bool
+                | Ty::Int8
+                | Ty::Int16
+                | Ty::Uint16
+                | Ty::Int32
+                | Ty::Uint32
+                | Ty::Int64
+                | Ty::Float64 => "*e",
+                _ => "e",
+            };
+            let body = match **inner {
+                Ty::Uuid => format!("put_uuid({w}, e);"),
+                Ty::String => format!("put_string({w}, e, flexible, {what:?})?;"),
+                _ => scalar(inner, deref),
+            };
+            if opt {
+                let _ = writeln!(
+                    s,
+                    "{indent}match &{val} {{\n{indent}    None => put_array_len({w}, None, flexible, {what:?})?,\n\
+                     {indent}    Some(v) => {{\n{indent}        put_array_len({w}, Some(v.len()), flexible, {what:?})?;\n\
+                     {indent}        for e in v {{ {body} }}\n{indent}    }}\n{indent}}}"
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "{indent}put_array_len({w}, Some({val}.len()), flexible, {what:?})?;\n\
+                     {indent}for e in &{val} {{ {body} }}"
+                );
+            }
+        }
+        t => {
+            let _ = writeln!(s, "{indent}{}", scalar(t, val));
+        }
+    }
+    s
+}
+
+fn doc(s: &mut String, indent: &str, text: &str) {
+    let text = text.trim();
+    let text = if text.is_empty() {
+        "(no description)"
+    } else {
+        text
+    };
+    let _ = writeln!(s, "{indent}/// {}", text.replace('\n', " "));
+}
+
+fn range_text(r: &Range) -> String {
+    if r.is_empty() {
+        "none".into()
+    } else if r.hi == i16::MAX {
+        format!("{}+", r.lo)
+    } else if r.lo == r.hi {
+        format!("{}", r.lo)
+    } else {
+        format!("{}-{}", r.lo, r.hi)
+    }
+}
+
+fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
+    let valid = &spec.valid;
+    let flex_min = if spec.flexible.is_empty() {
+        i16::MAX
+    } else {
+        spec.flexible.lo
+    };
+    let name = &st.name;
+    // struct definition
+    doc(out, "", &st.about);
+    let _ = writeln!(
+        out,
+        "#[derive(Debug, Clone, PartialEq)]\npub struct {name} {{"
+    );
+    for f in &st.fields {
+        doc(out, "    ", &f.about);
+        let mut notes = format!("Versions {}", range_text(&f.versions));
+        if !f.nullable.is_empty() {
+            let _ = write!(notes, ", nullable {}", range_text(&f.nullable));
+        }
+        if let Some((tag, tv)) = &f.tag {
+            let _ = write!(notes, ", tagged (tag {tag}) {}", range_text(tv));
+        }
+        if f.ignorable {
+            notes.push_str(", ignorable");
+        }
+        let _ = writeln!(out, "    ///\n    /// {notes}.");
+        let _ = writeln!(out, "    pub {}: {},", snake(&f.name), rust_ty(f));
+    }
+    out.push_str("    /// Tagged fields this version does not know, kept to be written back.\n");
+    out.push_str("    pub unknown_tagged_fields: Vec<RawTaggedField>,\n}\n\n");
+
+    // Default
+    let _ = writeln!(
+        out,
+        "impl Default for {name} {{\n    fn default() -> Self {{\n        Self {{"
+    );
+    for f in &st.fields {
+        let _ = writeln!(out, "            {}: {},", snake(&f.name), default_expr(f));
+    }
+    out.push_str("            unknown_tagged_fields: Vec::new(),\n        }\n    }\n}\n\n");
+
+    // min_len
+    let _ = writeln!(
+        out,
+        "impl {name} {{\n    /// The fewest bytes one value takes at `version` (bounds array counts before allocating).\n    \
+         pub fn min_len(version: i16) -> usize {{\n        let flexible = version >= {flex_min};\n        let mut n = 0;"
+    );
+    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+        let m = min_elem(&match &f.ty {
+            Ty::Array(_) => Ty::Bytes,
+            t => t.clone(),
+        });
+        match cond(&f.versions, valid) {
+            Cond::Always => {
+                let _ = writeln!(out, "        n += {m};");
+            }
+            Cond::Never => {}
+            Cond::Expr(e) => {
+                let _ = writeln!(out, "        if {e} {{\n            n += {m};\n        }}");
+            }
+        }
+    }
+    out.push_str("        if flexible {\n            n += 1;\n        }\n        n\n    }\n}\n\n");
+
+    let api_key_check = |err: &str| -> String {
+        if top {
+            format!(
+                "        if !({}..={}).contains(&version) {{\n            return Err({err}::UnsupportedVersion {{ api_key: {}, version }});\n        }}\n",
+                valid.lo,
+                valid.hi,
+                spec.api_key.unwrap_or(-1)
+            )
+        } else {
+            String::new()
+        }
+    };
+
+    // Decode
+    let _ = writeln!(
+        out,
+        "impl Decode for {name} {{\n    fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError> {{"
+    );
+    out.push_str(&api_key_check("DecodeError"));
+    let _ = writeln!(out, "        let flexible = version >= {flex_min};");
+    out.push_str("        let mut this = Self::default();\n");
+    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+        let fname = snake(&f.name);
+        match cond(&f.versions, valid) {
+            Cond::Never => {}
+            Cond::Always => {
+                let _ = writeln!(
+                    out,
+                    "        this.{fname} = {};",
+                    read_expr(f, "buf", &valid.and(&f.versions))
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    out,
+                    "        if {e} {{\n            this.{fname} = {};\n        }}",
+                    read_expr(f, "buf", &valid.and(&f.versions))
+                );
+            }
+        }
+    }
+    let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
+    tagged.sort_by_key(|f| f.tag.map(|t| t.0));
+    out.push_str("        if flexible {\n            let n = get_unsigned_varint(buf)?;\n            for _ in 0..n {\n");
+    out.push_str("                let (tag, size) = get_tag_header(buf)?;\n");
+    let mut arms = String::new();
+    for f in &tagged {
+        let Some((tag, tv)) = f.tag else { continue };
+        let fname = snake(&f.name);
+        let present = tv.and(&f.versions).and(&spec.flexible);
+        let guard = match cond(&present, valid) {
+            Cond::Never => continue,
+            Cond::Always => String::new(),
+            Cond::Expr(e) => format!(" if {e}"),
+        };
+        let _ = writeln!(
+            arms,
+            "                    {tag}{guard} => {{\n                        this.{fname} = get_tagged(buf, size, |b| Ok({}))?;\n                    }}",
+            read_expr(f, "b", &valid.and(&f.versions))
+        );
+    }
+    if arms.is_empty() {
+        out.push_str(
+            "                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));\n",
+        );
+    } else {
+        out.push_str("                match tag {\n");
+        out.push_str(&arms);
+        out.push_str(
+            "                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),\n                }\n",
+        );
+    }
+    out.push_str("            }\n        }\n        Ok(this)\n    }\n}\n\n");
+
+    // Encode
+    let _ = writeln!(
+        out,
+        "impl Encode for {name} {{\n    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
+    );
+    out.push_str(&api_key_check("EncodeError"));
+    let _ = writeln!(out, "        let flexible = version >= {flex_min};");
+    for f in st.fields.iter().filter(|f| f.tag.is_none()) {
+        let fname = snake(&f.name);
+        let val = format!("self.{fname}");
+        let not_in = if f.ignorable {
+            None
+        } else {
+            Some(format!(
+                "if {} {{\n            return Err(EncodeError::FieldNotInVersion {{ field: {fname:?}, version }});\n        }}",
+                non_default(f, &val)
+            ))
+        };
+        match cond(&f.versions, valid) {
+            Cond::Always => out.push_str(&write_stmts(
+                f,
+                &val,
+                "w",
+                &valid.and(&f.versions),
+                "        ",
+            )),
+            Cond::Never => {
+                if let Some(n) = not_in {
+                    let _ = writeln!(out, "        {n}");
+                }
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(out, "        if {e} {{");
+                out.push_str(&write_stmts(
+                    f,
+                    &val,
+                    "w",
+                    &valid.and(&f.versions),
+                    "            ",
+                ));
+                match not_in {
+                    Some(n) => {
+                        let n = n.replace("\n        ", "\n            ");
+                        let _ = writeln!(out, "        }} else {n}");
+                    }
+                    None => out.push_str("        }\n"),
+                }
+            }
+        }
+    }
+    // tagged section
+    out.push_str("        if flexible {\n");
+    let mut has_vars = Vec::new();
+    for f in &tagged {
+        let Some((_, tv)) = f.tag else { continue };
+        let fname = snake(&f.name);
+        let present = tv.and(&f.versions).and(&spec.flexible);
+        let val = format!("self.{fname}");
+        let pc = match cond(&present, valid) {
+            Cond::Never => continue,
+            Cond::Always => String::new(),
+            Cond::Expr(e) => format!("({e}) && "),
+        };
+        let _ = writeln!(
+            out,
+            "            let has_{fname} = {pc}{};",
+            non_default(f, &val)
+        );
+        has_vars.push(format!("usize::from(has_{fname})"));
+    }
+    let mut count = String::from("self.unknown_tagged_fields.len()");
+    for h in &has_vars {
+        let _ = write!(count, " + {h}");
+    }
+    let _ = writeln!(
+        out,
+        "            let n = {count};\n            let n = u32::try_from(n).map_err(|_| EncodeError::TooLong {{ what: \"tagged fields\", length: n }})?;\n            w.write_unsigned_varint(n);"
+    );
+    if tagged.is_empty() {
+        out.push_str(
+            "            let mut next = 0;\n            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);\n",
+        );
+    } else {
+        out.push_str("            let mut next = 0;\n");
+        for f in &tagged {
+            let Some((tag, tv)) = f.tag else { continue };
+            let fname = snake(&f.name);
+            let present = tv.and(&f.versions).and(&spec.flexible);
+            if matches!(cond(&present, valid), Cond::Never) {
+                continue;
+            }
+            let val = format!("self.{fname}");
+            let _ = writeln!(
+                out,
+                "            if has_{fname} {{\n                put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, {tag});\n                w.write_unsigned_varint({tag});\n                let mut c = LenCounter(0);\n                {{\n                    let w = &mut c;\n{}                }}\n                w.write_unsigned_varint(c.0 as u32);\n{}            }}",
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                    "),
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                ")
+            );
+        }
+        out.push_str(
+            "            put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);\n",
+        );
+    }
+    out.push_str("        } else if !self.unknown_tagged_fields.is_empty() {\n            return Err(EncodeError::FieldNotInVersion { field: \"unknown_tagged_fields\", version });\n        }\n");
+    // known tagged fields that are not in this version
+    for f in &tagged {
+        let Some((_, tv)) = f.tag else { continue };
+        if f.ignorable {
+            continue;
+        }
+        let fname = snake(&f.name);
+        let present = tv.and(&f.versions).and(&spec.flexible);
+        let val = format!("self.{fname}");
+        let absent = match cond(&present, valid) {
+            Cond::Always => continue,
+            Cond::Never => String::new(),
+            Cond::Expr(e) => format!("{} && ", neg(&e)),
+        };
+        let _ = writeln!(
+            out,
+            "        if {absent}{} {{\n            return Err(EncodeError::FieldNotInVersion {{ field: {fname:?}, version }});\n        }}",
+            non_default(f, &val)
+        );
+    }
+    out.push_str("        Ok(())\n    }\n}\n\n");
+
+    if top {
+        let _ = writeln!(
+            out,
+            "impl Message for {name} {{\n    const API_KEY: ApiKey = ApiKey::{};\n    const MIN_VERSION: i16 = {};\n    const MAX_VERSION: i16 = {};\n    const FLEXIBLE_MIN: i16 = {flex_min};\n}}\n",
+            spec.name
+                .trim_end_matches("Request")
+                .trim_end_matches("Response"),
+            valid.lo,
+            valid.hi
+        );
+    }
+}
+
+fn sample_scalar(t: &Ty) -> String {
+    match t {
+        Ty::Bool => "g.bool()".into(),
+        Ty::Int8 => "g.i8()".into(),
+        Ty::Int16 => "g.i16()".into(),
+        Ty::Uint16 => "g.u16()".into(),
+        Ty::Int32 => "g.i32()".into(),
+        Ty::Uint32 => "g.u32()".into(),
+        Ty::Int64 => "g.i64()".into(),
+        Ty::Float64 => "g.f64()".into(),
+        Ty::Uuid => "g.uuid()".into(),
+        Ty::String => "g.string()".into(),
+        Ty::Bytes | Ty::Records => "g.bytes()".into(),
+        Ty::Struct(n) => format!("{n}::sample(g, version)"),
+        Ty::Array(inner) => format!(
+            "(0..g.array_len()).map(|_| {}).collect::<Vec<_>>()",
+            sample_scalar(inner)
+        ),
+    }
+}
+
+fn sample_expr(f: &Field, valid: &Range) -> String {
+    let v = sample_scalar(&f.ty);
+    if !is_option(f) {
+        return v;
+    }
+    match cond(&f.nullable.and(&f.versions), valid) {
+        Cond::Never => format!("Some({v})"),
+        Cond::Always => format!("if g.chance(4) {{ None }} else {{ Some({v}) }}"),
+        Cond::Expr(e) => format!("if ({e}) && g.chance(4) {{ None }} else {{ Some({v}) }}"),
+    }
+}
+
+fn emit_sample(out: &mut String, spec: &Spec, st: &Struct) {
+    let valid = &spec.valid;
+    let flex_min = if spec.flexible.is_empty() {
+        i16::MAX
+    } else {
+        spec.flexible.lo
+    };
+    let _ = writeln!(
+        out,
+        "#[cfg(feature = \"sample\")]\nimpl {} {{\n    /// A pseudo-random value holding only fields that exist at `version`.\n    \
+         pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {{\n        \
+         let flexible = version >= {flex_min};\n        let mut this = Self::default();",
+        st.name
+    );
+    for f in &st.fields {
+        let fname = snake(&f.name);
+        let present = match f.tag {
+            None => f.versions,
+            Some((_, tv)) => tv.and(&f.versions).and(&spec.flexible),
+        };
+        let fv = valid.and(&f.versions);
+        let chance = if f.tag.is_some() {
+            " && g.chance(2)"
+        } else {
+            ""
+        };
+        match cond(&present, valid) {
+            Cond::Never => {}
+            Cond::Always if chance.is_empty() => {
+                let _ = writeln!(out, "        this.{fname} = {};", sample_expr(f, &fv));
+            }
+            Cond::Always => {
+                let _ = writeln!(
+                    out,
+                    "        if g.chance(2) {{\n            this.{fname} = {};\n        }}",
+                    sample_expr(f, &fv)
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    out,
+                    "        if {e}{chance} {{\n            this.{fname} = {};\n        }}",
+                    sample_expr(f, &fv)
+                );
+            }
+        }
+    }
+    out.push_str("        if flexible {\n            this.unknown_tagged_fields = g.unknown_tags();\n        }\n        this\n    }\n}\n\n");
+}
+
+/// The Rust source of one message module.
+pub fn message_file(spec: &Spec) -> Result<String, String> {
+    let Some(api_key) = spec.api_key else {
+        return Err(format!("{} has no apiKey", spec.name));
+    };
+    for st in &spec.structs {
+        for f in &st.fields {
+            if let Ty::Array(inner) = &f.ty {
+                if matches!(**inner, Ty::Array(_) | Ty::Records) {
+                    return Err(format!("{}.{}: unsupported element type", st.name, f.name));
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    out.push_str(crate::HEADER);
+    let flex = range_text(&spec.flexible);
+    let _ = writeln!(
+        out,
+        "\n//! `{}` (api key {api_key}): versions {}, flexible versions {flex}.\n\n\
+         #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports)]\n\n\
+         use bytes::{{Buf, Bytes}};\nuse bytestring::ByteString;\n\n\
+         use crate::api::ApiKey;\nuse crate::encode::{{Decode, Encode, LenCounter, Message, WireWrite}};\n\
+         use crate::primitives::*;\nuse crate::varint::get_unsigned_varint;\nuse crate::{{DecodeError, EncodeError}};\n",
+        spec.name,
+        range_text(&spec.valid)
+    );
+    for (i, st) in spec.structs.iter().enumerate() {
+        emit_struct(&mut out, spec, st, i == 0);
+        emit_sample(&mut out, spec, st);
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    Ok(out)
+}

@@ -1,0 +1,37 @@
+//! `cargo run -p kafka-wire-codegen -- <specs dir> [output dir]`: writes the message modules of
+//! `kafka-wire` (by default into `kafka-wire/src/messages/`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let Some(specs) = args.next().map(PathBuf::from) else {
+        eprintln!("usage: kafka-wire-codegen <specs dir> [output dir]");
+        return ExitCode::from(2);
+    };
+    let out = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../src/messages"));
+    let files = match kafka_wire_codegen::generate(&specs) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("error: creating {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    for f in &files {
+        let path = out.join(&f.name);
+        if let Err(e) = std::fs::write(&path, &f.contents) {
+            eprintln!("error: writing {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    println!("wrote {} files to {}", files.len(), out.display());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,48 @@
+//! The committed message code is exactly what the generator makes from the specs.
+
+use std::path::PathBuf;
+
+fn specs_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("KAFKA_MESSAGE_SPECS") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kafka-message-specs")
+        }
+    };
+    dir.is_dir().then_some(dir)
+}
+
+#[test]
+fn generated_code_is_fresh() {
+    let Some(specs) = specs_dir() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kafka message specs not found (set KAFKA_MESSAGE_SPECS or place them at ../shared/kafka-message-specs)"
+        );
+        eprintln!("notice: kafka message specs not found; generated_code_is_fresh skipped");
+        return;
+    };
+    let files = kafka_wire_codegen::generate(&specs).expect("specs generate");
+    let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../src/messages");
+    let mut stale = Vec::new();
+    for f in &files {
+        let committed = std::fs::read_to_string(out.join(&f.name)).unwrap_or_default();
+        if committed != f.contents {
+            stale.push(f.name.clone());
+        }
+    }
+    let mut on_disk: Vec<String> = std::fs::read_dir(&out)
+        .expect("messages dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rs"))
+        .collect();
+    on_disk.sort();
+    let mut expected: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
+    expected.sort();
+    assert_eq!(on_disk, expected, "unexpected files in src/messages");
+    assert!(
+        stale.is_empty(),
+        "stale generated files {stale:?}; run: cargo run -p kafka-wire-codegen -- <specs dir>"
+    );
+}

@@ -1,0 +1,216 @@
+//! API keys, the version ranges this crate implements, and which header version each API
+//! version uses.
+
+use bytes::{Buf, Bytes};
+
+use crate::encode::{Decode, Message};
+use crate::messages::*;
+use crate::DecodeError;
+
+/// The APIs this crate implements, with their numeric keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(i16)]
+pub enum ApiKey {
+    /// Produce (0).
+    Produce = 0,
+    /// Fetch (1).
+    Fetch = 1,
+    /// ListOffsets (2).
+    ListOffsets = 2,
+    /// Metadata (3).
+    Metadata = 3,
+    /// LeaderAndIsr (4), controller to broker.
+    LeaderAndIsr = 4,
+    /// StopReplica (5), controller to broker.
+    StopReplica = 5,
+    /// UpdateMetadata (6), controller to broker.
+    UpdateMetadata = 6,
+    /// ControlledShutdown (7), broker to controller.
+    ControlledShutdown = 7,
+    /// FindCoordinator (10).
+    FindCoordinator = 10,
+    /// ApiVersions (18).
+    ApiVersions = 18,
+    /// InitProducerId (22).
+    InitProducerId = 22,
+    /// OffsetForLeaderEpoch (23).
+    OffsetForLeaderEpoch = 23,
+}
+
+impl ApiKey {
+    /// Every API key this crate implements, in numeric order.
+    pub const ALL: [ApiKey; 12] = [
+        ApiKey::Produce,
+        ApiKey::Fetch,
+        ApiKey::ListOffsets,
+        ApiKey::Metadata,
+        ApiKey::LeaderAndIsr,
+        ApiKey::StopReplica,
+        ApiKey::UpdateMetadata,
+        ApiKey::ControlledShutdown,
+        ApiKey::FindCoordinator,
+        ApiKey::ApiVersions,
+        ApiKey::InitProducerId,
+        ApiKey::OffsetForLeaderEpoch,
+    ];
+
+    /// The numeric key.
+    pub fn as_i16(self) -> i16 {
+        self as i16
+    }
+
+    /// (lowest, highest) version implemented, the same for request and response.
+    pub fn versions(self) -> (i16, i16) {
+        fn r<M: Message>() -> (i16, i16) {
+            (M::MIN_VERSION, M::MAX_VERSION)
+        }
+        match self {
+            ApiKey::Produce => r::<ProduceRequest>(),
+            ApiKey::Fetch => r::<FetchRequest>(),
+            ApiKey::ListOffsets => r::<ListOffsetsRequest>(),
+            ApiKey::Metadata => r::<MetadataRequest>(),
+            ApiKey::LeaderAndIsr => r::<LeaderAndIsrRequest>(),
+            ApiKey::StopReplica => r::<StopReplicaRequest>(),
+            ApiKey::UpdateMetadata => r::<UpdateMetadataRequest>(),
+            ApiKey::ControlledShutdown => r::<ControlledShutdownRequest>(),
+            ApiKey::FindCoordinator => r::<FindCoordinatorRequest>(),
+            ApiKey::ApiVersions => r::<ApiVersionsRequest>(),
+            ApiKey::InitProducerId => r::<InitProducerIdRequest>(),
+            ApiKey::OffsetForLeaderEpoch => r::<OffsetForLeaderEpochRequest>(),
+        }
+    }
+
+    /// Whether `version` is implemented for this API.
+    pub fn supports(self, version: i16) -> bool {
+        let (lo, hi) = self.versions();
+        (lo..=hi).contains(&version)
+    }
+
+    /// The first flexible version (compact encodings, tagged fields).
+    pub fn flexible_min(self) -> i16 {
+        fn f<M: Message>() -> i16 {
+            M::FLEXIBLE_MIN
+        }
+        match self {
+            ApiKey::Produce => f::<ProduceRequest>(),
+            ApiKey::Fetch => f::<FetchRequest>(),
+            ApiKey::ListOffsets => f::<ListOffsetsRequest>(),
+            ApiKey::Metadata => f::<MetadataRequest>(),
+            ApiKey::LeaderAndIsr => f::<LeaderAndIsrRequest>(),
+            ApiKey::StopReplica => f::<StopReplicaRequest>(),
+            ApiKey::UpdateMetadata => f::<UpdateMetadataRequest>(),
+            ApiKey::ControlledShutdown => f::<ControlledShutdownRequest>(),
+            ApiKey::FindCoordinator => f::<FindCoordinatorRequest>(),
+            ApiKey::ApiVersions => f::<ApiVersionsRequest>(),
+            ApiKey::InitProducerId => f::<InitProducerIdRequest>(),
+            ApiKey::OffsetForLeaderEpoch => f::<OffsetForLeaderEpochRequest>(),
+        }
+    }
+
+    /// The request header version of `version`: 2 for flexible versions, else 1 — except
+    /// ControlledShutdown v0, whose header has no client id (header v0).
+    pub fn request_header_version(self, version: i16) -> i16 {
+        if self == ApiKey::ControlledShutdown && version == 0 {
+            0
+        } else if version >= self.flexible_min() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The response header version of `version`: 1 for flexible versions, else 0 — except
+    /// ApiVersions, whose response header is always v0 so that a client can read it before
+    /// it knows which versions the server supports.
+    pub fn response_header_version(self, version: i16) -> i16 {
+        if self == ApiKey::ApiVersions {
+            0
+        } else if version >= self.flexible_min() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+impl TryFrom<i16> for ApiKey {
+    type Error = DecodeError;
+
+    fn try_from(v: i16) -> Result<Self, DecodeError> {
+        ApiKey::ALL
+            .iter()
+            .copied()
+            .find(|k| *k as i16 == v)
+            .ok_or(DecodeError::UnknownApiKey(v))
+    }
+}
+
+/// The UNSUPPORTED_VERSION error code (35).
+pub const UNSUPPORTED_VERSION: i16 = 35;
+
+/// Reads an ApiVersionsResponse body sent in answer to a request of `version`.
+///
+/// A server that does not support the requested version answers with a v0 body carrying
+/// UNSUPPORTED_VERSION (35) and the versions it does support, so a body whose error code is
+/// 35 is read as v0 whatever version was asked for (every version starts with the error
+/// code).
+pub fn decode_api_versions_response(
+    body: Bytes,
+    version: i16,
+) -> Result<ApiVersionsResponse, DecodeError> {
+    let chunk = body.chunk();
+    let error_code = if chunk.len() >= 2 {
+        i16::from_be_bytes([chunk[0], chunk[1]])
+    } else {
+        0
+    };
+    let version = if error_code == UNSUPPORTED_VERSION {
+        0
+    } else {
+        version
+    };
+    ApiVersionsResponse::decode(&mut body.clone(), version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::Encode;
+    use crate::messages::api_versions_response::ApiVersion;
+
+    #[test]
+    fn header_versions_follow_flexible_versions() {
+        assert_eq!(ApiKey::Fetch.request_header_version(11), 1);
+        assert_eq!(ApiKey::Fetch.request_header_version(12), 2);
+        assert_eq!(ApiKey::Fetch.response_header_version(12), 1);
+        assert_eq!(ApiKey::ApiVersions.request_header_version(3), 2);
+        assert_eq!(ApiKey::ApiVersions.response_header_version(3), 0);
+        assert_eq!(ApiKey::ControlledShutdown.request_header_version(0), 0);
+        assert_eq!(ApiKey::ControlledShutdown.request_header_version(1), 1);
+    }
+
+    #[test]
+    fn api_keys_round_trip_through_i16() {
+        for k in ApiKey::ALL {
+            assert_eq!(ApiKey::try_from(k.as_i16()), Ok(k));
+        }
+        assert_eq!(ApiKey::try_from(99), Err(DecodeError::UnknownApiKey(99)));
+    }
+
+    #[test]
+    fn unsupported_version_reply_is_read_as_v0() {
+        let reply = ApiVersionsResponse {
+            error_code: UNSUPPORTED_VERSION,
+            api_keys: vec![ApiVersion {
+                api_key: 18,
+                min_version: 0,
+                max_version: 2,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let body = reply.encode_to_bytes(0).unwrap();
+        let back = decode_api_versions_response(body, 4).unwrap();
+        assert_eq!(back, reply);
+    }
+}

@@ -1,0 +1,223 @@
+//! The encoding and decoding traits, the safe output trait [`WireWrite`], and
+//! [`ChunkedWriter`], which keeps shared data (record sets) as separate chunks so a server can
+//! write a response vectored without copying record bytes.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::{DecodeError, EncodeError};
+
+/// Where encoded bytes go.
+///
+/// A safe stand-in for [`bytes::BufMut`] (which is an `unsafe` trait). Every `BufMut` is a
+/// `WireWrite`; [`ChunkedWriter`] is one that does not copy shared data and [`LenCounter`]
+/// one that only counts.
+pub trait WireWrite {
+    /// Appends a copy of `src`.
+    fn write_slice(&mut self, src: &[u8]);
+
+    /// Appends shared data; a writer may keep the [`Bytes`] itself instead of copying it.
+    fn write_shared(&mut self, data: Bytes);
+
+    /// Appends one signed byte.
+    fn write_i8(&mut self, v: i8) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends one unsigned byte.
+    fn write_u8(&mut self, v: u8) {
+        self.write_slice(&[v]);
+    }
+    /// Appends a big-endian `i16`.
+    fn write_i16(&mut self, v: i16) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends a big-endian `u16`.
+    fn write_u16(&mut self, v: u16) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends a big-endian `i32`.
+    fn write_i32(&mut self, v: i32) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends a big-endian `u32`.
+    fn write_u32(&mut self, v: u32) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends a big-endian `i64`.
+    fn write_i64(&mut self, v: i64) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends a big-endian IEEE 754 `f64`.
+    fn write_f64(&mut self, v: f64) {
+        self.write_slice(&v.to_be_bytes());
+    }
+    /// Appends an unsigned varint (1 to 5 bytes).
+    fn write_unsigned_varint(&mut self, v: u32) {
+        let mut buf = [0u8; 5];
+        let mut n = 0;
+        let mut value = v;
+        while value >= 0x80 {
+            buf[n] = (value as u8 & 0x7f) | 0x80;
+            value >>= 7;
+            n += 1;
+        }
+        buf[n] = value as u8;
+        self.write_slice(&buf[..=n]);
+    }
+}
+
+impl<T: BufMut> WireWrite for T {
+    #[inline]
+    fn write_slice(&mut self, src: &[u8]) {
+        self.put_slice(src);
+    }
+    #[inline]
+    fn write_shared(&mut self, data: Bytes) {
+        self.put_slice(&data);
+    }
+}
+
+/// A writer that only counts the bytes it is given; used to compute encoded lengths.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LenCounter(pub usize);
+
+impl WireWrite for LenCounter {
+    #[inline]
+    fn write_slice(&mut self, src: &[u8]) {
+        self.0 += src.len();
+    }
+    #[inline]
+    fn write_shared(&mut self, data: Bytes) {
+        self.0 += data.len();
+    }
+}
+
+/// A writer that keeps shared data as its own chunks.
+///
+/// Small values are copied into a current [`BytesMut`]; every [`WireWrite::write_shared`]
+/// closes the current chunk and pushes the given [`Bytes`] as a chunk of its own without
+/// copying it. [`ChunkedWriter::into_chunks`] hands the chunks over in order, ready for a
+/// vectored write.
+#[derive(Debug, Default)]
+pub struct ChunkedWriter {
+    chunks: Vec<Bytes>,
+    current: BytesMut,
+    len: usize,
+}
+
+impl ChunkedWriter {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty writer whose first copied chunk has room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            chunks: Vec::new(),
+            current: BytesMut::with_capacity(capacity),
+            len: 0,
+        }
+    }
+
+    /// Total bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The chunks, in order; their concatenation is everything written.
+    pub fn into_chunks(mut self) -> Vec<Bytes> {
+        if !self.current.is_empty() {
+            self.chunks.push(self.current.freeze());
+        }
+        self.chunks
+    }
+
+    /// Everything written, as one contiguous buffer (copies when there is more than one chunk).
+    pub fn into_bytes(self) -> Bytes {
+        let mut chunks = self.into_chunks();
+        if chunks.len() == 1 {
+            return chunks.pop().unwrap_or_default();
+        }
+        let total = chunks.iter().map(Bytes::len).sum();
+        let mut out = BytesMut::with_capacity(total);
+        for c in chunks {
+            out.extend_from_slice(&c);
+        }
+        out.freeze()
+    }
+}
+
+impl WireWrite for ChunkedWriter {
+    #[inline]
+    fn write_slice(&mut self, src: &[u8]) {
+        self.current.extend_from_slice(src);
+        self.len += src.len();
+    }
+
+    fn write_shared(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        if !self.current.is_empty() {
+            self.chunks.push(self.current.split().freeze());
+        }
+        self.len += data.len();
+        self.chunks.push(data);
+    }
+}
+
+/// A value that can be written at a given version of its message.
+pub trait Encode {
+    /// Writes `self` as `version` lays it out.
+    ///
+    /// Fails with [`EncodeError::FieldNotInVersion`] when a field holding a non-default value
+    /// does not exist at `version` (unless the spec marks it ignorable), and with
+    /// [`EncodeError::NullNotAllowed`] for a null that `version` cannot carry. On error,
+    /// part of the value may already have been written; [`Encode::encoded_len`] performs
+    /// the same checks without writing.
+    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError>;
+
+    /// The exact number of bytes [`Encode::encode`] writes at `version`.
+    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
+        let mut counter = LenCounter(0);
+        self.encode(&mut counter, version)?;
+        Ok(counter.0)
+    }
+
+    /// Encodes into a fresh contiguous buffer (sized first, so it is allocated once).
+    fn encode_to_bytes(&self, version: i16) -> Result<Bytes, EncodeError> {
+        let len = self.encoded_len(version)?;
+        let mut out = BytesMut::with_capacity(len);
+        self.encode(&mut out, version)?;
+        Ok(out.freeze())
+    }
+}
+
+/// A value that can be read at a given version of its message.
+pub trait Decode: Sized {
+    /// Reads a value as `version` lays it out. Byte, string and record fields are slices of
+    /// the input when `buf` is [`Bytes`] (no copy).
+    fn decode<B: Buf>(buf: &mut B, version: i16) -> Result<Self, DecodeError>;
+}
+
+/// A top-level request or response body of one API.
+pub trait Message: Encode + Decode + Default {
+    /// The API this message belongs to.
+    const API_KEY: crate::api::ApiKey;
+    /// Lowest valid version.
+    const MIN_VERSION: i16;
+    /// Highest valid version.
+    const MAX_VERSION: i16;
+    /// First flexible version (compact encodings and tagged fields), or `i16::MAX` when none.
+    const FLEXIBLE_MIN: i16;
+
+    /// Whether `version` is flexible for this message.
+    fn is_flexible(version: i16) -> bool {
+        version >= Self::FLEXIBLE_MIN
+    }
+}
