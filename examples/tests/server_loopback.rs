@@ -78,6 +78,7 @@ impl RequestHandler for TestHandler {
                     ..Default::default()
                 }))
             }
+            RequestBody::Produce(p) if p.acks == -7 => panic!("a handler bug"),
             RequestBody::Produce(p) if p.acks == 0 => None,
             RequestBody::Produce(_) => Some(ResponseBody::Produce(ProduceResponse::default())),
             RequestBody::Fetch(_) => Some(ResponseBody::Fetch(FetchResponse {
@@ -297,6 +298,34 @@ async fn acks_zero_produce_gets_no_response_and_the_next_request_is_answered() {
     assert_eq!(correlation_id(&first.expect("open")), 2);
     let second = timeout(STEP, read_frame(&mut s)).await.expect("in time");
     assert_eq!(correlation_id(&second.expect("open")), 3);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_closes_only_its_connection_and_the_workers_go_on() {
+    let server = start(
+        ServerConfig {
+            num_handlers: 1,
+            ..config()
+        },
+        TestHandler::new(0),
+    )
+    .await;
+    let mut good = connect(&server).await;
+    round_trip(&mut good, 1).await;
+    let mut bad = connect(&server).await;
+    let body = RequestBody::Produce(ProduceRequest {
+        acks: -7,
+        ..Default::default()
+    });
+    bad.write_all(&frame(ApiKey::Produce, 3, 1, &body))
+        .await
+        .expect("written");
+    assert!(closed_by_server(&mut bad).await);
+    // The only worker survived the panic.
+    for i in 2..10 {
+        round_trip(&mut good, i).await;
+    }
     server.shutdown().await;
 }
 

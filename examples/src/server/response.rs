@@ -129,6 +129,27 @@ mod tests {
         assert!(v11 > 0);
     }
 
+    #[test]
+    fn fetch_record_data_is_a_chunk_of_its_own_not_a_copy() {
+        use kafka_wire::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        let records = Bytes::from(vec![9u8; 4096]);
+        let body = ResponseBody::Fetch(FetchResponse {
+            responses: vec![FetchableTopicResponse {
+                topic: "t".into(),
+                partitions: vec![PartitionData {
+                    records: Some(records.clone()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let chunks = encode_response(ApiKey::Fetch, 12, 5, &body).unwrap();
+        assert!(chunks
+            .iter()
+            .any(|c| c.as_ptr() == records.as_ptr() && c.len() == records.len()));
+    }
+
     #[tokio::test]
     async fn write_chunks_writes_every_byte_in_order() {
         let chunks: Vec<Bytes> = (0..200u8)
