@@ -9,7 +9,6 @@
 //! while its one request is in flight, which is the same design with a limit of 1; a larger
 //! limit lets one pipelining client use several handler workers.)
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -26,6 +25,7 @@ use tokio_util::codec::Decoder;
 use super::channel::{Completion, Outcome, QueuedRequest};
 use super::error::CloseReason;
 use super::handler::RequestContext;
+use super::order::ResponseOrder;
 use super::processor::ProcessorShared;
 use super::response::{encode_api_versions, write_chunks};
 
@@ -52,10 +52,8 @@ pub(crate) async fn run_connection(
         codec: KafkaFrameCodec::new(shared.config.max_frame_size),
         read_buf: BytesMut::with_capacity(READ_CHUNK),
         writer: write,
+        order: ResponseOrder::new(shared.config.max_in_flight_per_connection),
         completions,
-        next_seq: 0,
-        next_to_write: 0,
-        ready: BTreeMap::new(),
         last_activity: Instant::now(),
         shared,
     };
@@ -76,33 +74,20 @@ struct Connection {
     read_buf: BytesMut,
     writer: OwnedWriteHalf,
     completions: mpsc::UnboundedReceiver<Completion>,
-    /// Sequence number the next request gets.
-    next_seq: u64,
-    /// Sequence number of the next response to write.
-    next_to_write: u64,
-    /// Completions that arrived before an earlier one (the reorder buffer).
-    ready: BTreeMap<u64, Outcome>,
+    /// Sequence numbers and the reorder buffer of this connection's responses.
+    order: ResponseOrder<Outcome>,
     /// When the last complete request was read or the last response written.
     last_activity: Instant,
 }
 
 impl Connection {
-    fn in_flight(&self) -> u64 {
-        self.next_seq - self.next_to_write
-    }
-
-    fn may_take_request(&self) -> bool {
-        let limit = self.shared.config.max_in_flight_per_connection.max(1) as u64;
-        self.in_flight() < limit
-    }
-
     async fn drive(&mut self, mut read: tokio::net::tcp::OwnedReadHalf) -> CloseReason {
         loop {
             if let Err(reason) = self.write_ready().await {
                 return reason;
             }
             // Take the whole frames already buffered, up to the in-flight limit.
-            while self.may_take_request() {
+            while self.order.has_room() {
                 match self.codec.decode(&mut self.read_buf) {
                     Ok(Some(frame)) => {
                         self.last_activity = Instant::now();
@@ -114,12 +99,12 @@ impl Connection {
                     Err(e) => return e.into(),
                 }
             }
-            if !self.ready.is_empty() && self.ready.contains_key(&self.next_to_write) {
+            if self.order.next_is_ready() {
                 continue;
             }
-            let can_read = self.may_take_request();
+            let can_read = self.order.has_room();
             let config = &self.shared.config;
-            let deadline = if self.in_flight() > 0 {
+            let deadline = if self.order.in_flight() > 0 {
                 None
             } else if self.read_buf.is_empty() {
                 Some((self.last_activity + config.idle_timeout, CloseReason::Idle))
@@ -144,7 +129,7 @@ impl Connection {
                 },
                 c = self.completions.recv() => match c {
                     Some(c) => {
-                        self.ready.insert(c.seq, c.outcome);
+                        self.order.finish(c.seq, c.outcome);
                     }
                     None => return CloseReason::Shutdown,
                 },
@@ -159,8 +144,7 @@ impl Connection {
 
     /// Writes every completion that is next in request order.
     async fn write_ready(&mut self) -> Result<(), CloseReason> {
-        while let Some(outcome) = self.ready.remove(&self.next_to_write) {
-            self.next_to_write += 1;
+        while let Some(outcome) = self.order.pop_next() {
             match outcome {
                 Outcome::Frame(chunks) => {
                     let write_timeout = self.shared.config.write_timeout;
@@ -203,8 +187,8 @@ impl Connection {
             );
             let body = apis.unsupported_version_response();
             let chunks = encode_api_versions(0, correlation_id, &body)?;
-            let seq = self.take_seq();
-            self.ready.insert(seq, Outcome::Frame(chunks));
+            let seq = self.take_seq()?;
+            self.order.finish(seq, Outcome::Frame(chunks));
             return Ok(());
         }
         let mut rest = frame;
@@ -217,7 +201,7 @@ impl Connection {
             correlation_id,
             "request read"
         );
-        let seq = self.take_seq();
+        let seq = self.take_seq()?;
         let request = QueuedRequest {
             ctx: self.ctx.clone(),
             seq,
@@ -234,9 +218,10 @@ impl Connection {
             .map_err(|_| CloseReason::Shutdown)
     }
 
-    fn take_seq(&mut self) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        seq
+    /// The next sequence number; the caller only takes a frame when there is room.
+    fn take_seq(&mut self) -> Result<u64, CloseReason> {
+        self.order.start().ok_or(CloseReason::Internal(
+            "request taken beyond the in-flight limit",
+        ))
     }
 }

@@ -62,6 +62,10 @@ pub(crate) enum CloseReason {
     /// A response could not be written within the write timeout.
     #[error("write timeout")]
     WriteTimeout,
+    /// A server invariant did not hold (a bug); the connection is closed rather than served
+    /// wrongly.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// The server is shutting down.
     #[error("server shutdown")]
     Shutdown,

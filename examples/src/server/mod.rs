@@ -60,6 +60,7 @@ mod config;
 mod connection;
 mod error;
 mod handler;
+mod order;
 mod processor;
 mod response;
 mod worker;

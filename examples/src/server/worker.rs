@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tokio::sync::{mpsc, Mutex};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::channel::{Completion, Outcome, QueuedRequest};
 use super::error::CloseReason;
@@ -53,8 +54,18 @@ async fn handle_one<H: RequestHandler>(handler: &H, request: QueuedRequest) -> C
     let correlation_id = header.correlation_id;
     let broker = ctx.broker;
     let api = api_key.as_i16();
+    // Whatever the handler logs carries the request's fields.
+    let span = tracing::debug_span!(
+        "request",
+        broker,
+        api_key = api,
+        api_version = version,
+        correlation_id,
+        connection_id = ctx.connection_id
+    );
     let handled = AssertUnwindSafe(handler.handle(&ctx, &header, body))
         .catch_unwind()
+        .instrument(span)
         .await;
     let outcome = match handled {
         Err(_) => {
