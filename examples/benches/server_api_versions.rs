@@ -35,13 +35,14 @@ impl RequestHandler for ApiVersionsOnly {
     async fn handle(
         &self,
         _ctx: &RequestContext,
-        _header: &RequestHeader,
+        header: &RequestHeader,
         body: RequestBody,
     ) -> Option<ResponseBody> {
         match body {
-            RequestBody::ApiVersions(_) => {
-                Some(ResponseBody::ApiVersions(self.apis.api_versions_response()))
-            }
+            RequestBody::ApiVersions(r) => Some(ResponseBody::ApiVersions(
+                self.apis
+                    .answer_api_versions(header.request_api_version, &r),
+            )),
             _ => None,
         }
     }

@@ -34,12 +34,13 @@ impl RequestHandler for OneBrokerMetadata {
     async fn handle(
         &self,
         _ctx: &RequestContext,
-        _header: &RequestHeader,
+        header: &RequestHeader,
         body: RequestBody,
     ) -> Option<ResponseBody> {
         match body {
-            RequestBody::ApiVersions(_) => Some(ResponseBody::ApiVersions(
-                self.supported_apis().api_versions_response(),
+            RequestBody::ApiVersions(r) => Some(ResponseBody::ApiVersions(
+                self.supported_apis()
+                    .answer_api_versions(header.request_api_version, &r),
             )),
             RequestBody::Metadata(_) => Some(ResponseBody::Metadata(MetadataResponse {
                 brokers: vec![MetadataResponseBroker {

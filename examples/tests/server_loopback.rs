@@ -62,8 +62,9 @@ impl RequestHandler for TestHandler {
         body: RequestBody,
     ) -> Option<ResponseBody> {
         match body {
-            RequestBody::ApiVersions(_) => Some(ResponseBody::ApiVersions(
-                self.supported_apis().api_versions_response(),
+            RequestBody::ApiVersions(r) => Some(ResponseBody::ApiVersions(
+                self.supported_apis()
+                    .answer_api_versions(header.request_api_version, &r),
             )),
             RequestBody::Metadata(_) => {
                 if self.max_delay_ms > 0 {
@@ -362,6 +363,28 @@ async fn api_versions_v0_and_v3_from_a_raw_socket_advertise_exactly_the_declared
         assert_eq!(got, want);
         assert!(got.contains(&(18, 0, 3)));
     }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn api_versions_v3_with_an_invalid_client_software_name_gets_invalid_request() {
+    let server = start(config(), TestHandler::new(0)).await;
+    let mut s = connect(&server).await;
+    let body = RequestBody::ApiVersions(ApiVersionsRequest {
+        client_software_name: "bad name!".into(),
+        client_software_version: "1".into(),
+        ..Default::default()
+    });
+    s.write_all(&frame(ApiKey::ApiVersions, 3, 5, &body))
+        .await
+        .expect("written");
+    let payload = timeout(STEP, read_frame(&mut s))
+        .await
+        .expect("in time")
+        .expect("open");
+    assert_eq!(correlation_id(&payload), 5);
+    let answer = decode_api_versions_response(payload.slice(4..), 3).expect("decodes");
+    assert_eq!(answer.error_code, 42, "INVALID_REQUEST");
     server.shutdown().await;
 }
 

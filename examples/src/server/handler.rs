@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 
 use async_trait::async_trait;
 use kafka_wire::api::UNSUPPORTED_VERSION;
+use kafka_wire::error_code::ErrorCode;
 use kafka_wire::messages::api_versions_response::ApiVersion;
-use kafka_wire::messages::ApiVersionsResponse;
+use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody};
 
 /// Where a request came from, handed to [`RequestHandler::handle`] beside the header.
@@ -122,6 +123,28 @@ impl SupportedApis {
         }
     }
 
+    /// The whole ApiVersions answer to `request` read at `version`, as Kafka gives it: from
+    /// v3 on, a client software name or version that is empty or not of the form
+    /// `[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?` gets INVALID_REQUEST (42) without API list;
+    /// anything else gets [`SupportedApis::api_versions_response`].
+    pub fn answer_api_versions(
+        &self,
+        version: i16,
+        request: &ApiVersionsRequest,
+    ) -> ApiVersionsResponse {
+        let valid = version < 3
+            || (is_software_name_or_version(&request.client_software_name)
+                && is_software_name_or_version(&request.client_software_version));
+        if valid {
+            self.api_versions_response()
+        } else {
+            ApiVersionsResponse {
+                error_code: ErrorCode::InvalidRequest.code(),
+                ..Default::default()
+            }
+        }
+    }
+
     /// The answer to an ApiVersions request of a version outside the declared range:
     /// UNSUPPORTED_VERSION (35) with the declared ranges, to be encoded as v0 (with response
     /// header v0) whatever version was asked for, so the client can read it and retry with a
@@ -133,6 +156,20 @@ impl SupportedApis {
             ..Default::default()
         }
     }
+}
+
+/// Whether `s` is a valid client software name or version (ApiVersions v3+): ASCII letters
+/// and digits, with `-` and `.` allowed inside but not first or last.
+fn is_software_name_or_version(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
 }
 
 #[cfg(test)]
@@ -170,5 +207,39 @@ mod tests {
             apis.unsupported_version_response().error_code,
             UNSUPPORTED_VERSION
         );
+    }
+
+    #[test]
+    fn api_versions_v3_with_an_invalid_client_software_name_is_invalid_request() {
+        let apis = SupportedApis::all();
+        let request = |name: &str, version: &str| ApiVersionsRequest {
+            client_software_name: name.into(),
+            client_software_version: version.into(),
+            ..Default::default()
+        };
+        for (name, version) in [
+            ("", "1"),
+            ("librdkafka", ""),
+            ("-x", "1"),
+            ("a b", "1"),
+            ("x", "1."),
+        ] {
+            let answer = apis.answer_api_versions(3, &request(name, version));
+            assert_eq!(answer.error_code, 42, "{name:?} {version:?}");
+            assert!(answer.api_keys.is_empty());
+        }
+        for (name, version) in [
+            ("librdkafka", "2.3.0"),
+            ("apache-kafka-java", "3.9.0"),
+            ("a", "1"),
+        ] {
+            assert_eq!(
+                apis.answer_api_versions(3, &request(name, version))
+                    .error_code,
+                0
+            );
+        }
+        // Before v3 the fields do not exist, so nothing is checked.
+        assert_eq!(apis.answer_api_versions(2, &request("", "")).error_code, 0);
     }
 }

@@ -42,8 +42,13 @@
 //!     fn supported_apis(&self) -> SupportedApis {
 //!         SupportedApis::new().with(ApiKey::ApiVersions, 0, 3)
 //!     }
-//!     async fn handle(&self, _: &RequestContext, _: &RequestHeader, _: RequestBody) -> Option<ResponseBody> {
-//!         Some(ResponseBody::ApiVersions(self.supported_apis().api_versions_response()))
+//!     async fn handle(&self, _: &RequestContext, header: &RequestHeader, body: RequestBody) -> Option<ResponseBody> {
+//!         match body {
+//!             RequestBody::ApiVersions(r) => Some(ResponseBody::ApiVersions(
+//!                 self.supported_apis().answer_api_versions(header.request_api_version, &r),
+//!             )),
+//!             _ => None,
+//!         }
 //!     }
 //! }
 //!
