@@ -19,7 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio::time::{timeout, Instant};
+use tokio::time::Instant;
 use tokio_util::codec::Decoder;
 
 use super::channel::{Completion, Outcome, QueuedRequest};
@@ -148,10 +148,12 @@ impl Connection {
             match outcome {
                 Outcome::Frame(chunks) => {
                     let write_timeout = self.shared.config.write_timeout;
-                    match timeout(write_timeout, write_chunks(&mut self.writer, chunks)).await {
-                        Ok(Ok(())) => self.last_activity = Instant::now(),
-                        Ok(Err(e)) => return Err(CloseReason::Write(e)),
-                        Err(_) => return Err(CloseReason::WriteTimeout),
+                    match write_chunks(&mut self.writer, chunks, write_timeout).await {
+                        Ok(()) => self.last_activity = Instant::now(),
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                            return Err(CloseReason::WriteTimeout)
+                        }
+                        Err(e) => return Err(CloseReason::Write(e)),
                     }
                 }
                 Outcome::NoResponse => {}

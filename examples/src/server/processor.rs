@@ -56,14 +56,15 @@ pub(crate) async fn run_processor(
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
+            // Polling this drives every connection's I/O; it only completes when one closes.
+            Some(id) = connections.next(), if !connections.is_empty() => {
+                routes.remove(&id);
+            }
             Some(c) = responses.recv() => {
                 // The connection may be gone already; its response is dropped with it.
                 if let Some(route) = routes.get(&c.connection_id) {
                     let _ = route.send(c);
                 }
-            }
-            Some(id) = connections.next(), if !connections.is_empty() => {
-                routes.remove(&id);
             }
             new = new_connections.recv(), if accepting => match new {
                 Some(NewConnection { stream, peer, connection_id }) => {

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use kafka_wire::messages::ApiVersionsResponse;
@@ -64,10 +65,12 @@ fn finish(w: ChunkedWriter) -> Result<Vec<Bytes>, EncodeError> {
     Ok(chunks)
 }
 
-/// Writes every chunk, in order, with vectored writes; the chunks are not copied.
+/// Writes every chunk, in order, with vectored writes; the chunks are not copied. Fails with
+/// [`std::io::ErrorKind::TimedOut`] when one write makes no progress for `stall_timeout`.
 pub(crate) async fn write_chunks<W: AsyncWrite + Unpin>(
     w: &mut W,
     chunks: Vec<Bytes>,
+    stall_timeout: Duration,
 ) -> std::io::Result<()> {
     let mut chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
     while !chunks.is_empty() {
@@ -77,7 +80,10 @@ pub(crate) async fn write_chunks<W: AsyncWrite + Unpin>(
                 .take(MAX_IO_SLICES)
                 .map(|c| IoSlice::new(c))
                 .collect();
-            w.write_vectored(&slices).await?
+            match tokio::time::timeout(stall_timeout, w.write_vectored(&slices)).await {
+                Ok(written) => written?,
+                Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
+            }
         };
         if written == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
@@ -157,7 +163,9 @@ mod tests {
             .collect();
         let expected: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
         let mut out = Vec::new();
-        write_chunks(&mut out, chunks).await.unwrap();
+        write_chunks(&mut out, chunks, Duration::from_secs(1))
+            .await
+            .unwrap();
         assert_eq!(out, expected);
     }
 }
