@@ -3,7 +3,9 @@
 //! the ratio. Run with `cargo bench -p ha-examples --bench server_api_versions`.
 //!
 //! Each case runs closed-loop clients (send one request, wait for its response, repeat) for a
-//! fixed time: one client (round-trip latency bound) and 32 clients (throughput bound).
+//! fixed time: one client (round-trip latency bound) and 32 clients (throughput bound). The
+//! two sides alternate for several rounds and the best round of each is printed, the figure
+//! least disturbed by other load on a shared machine.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,8 +21,10 @@ use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// How long each case runs.
-const RUN: Duration = Duration::from_secs(3);
+/// How long each round of a case runs.
+const RUN: Duration = Duration::from_secs(1);
+/// Alternating rounds per case.
+const ROUNDS: usize = 5;
 
 struct ApiVersionsOnly {
     apis: SupportedApis,
@@ -166,7 +170,8 @@ fn main() {
         let raw = raw_ping_pong_server(framed.freeze()).await;
 
         println!(
-            "ApiVersions v3 over loopback ({} B request, {} B response), {} s per case",
+            "ApiVersions v3 over loopback ({} B request, {} B response), best of {ROUNDS} \
+             alternating rounds of {} s",
             request.len(),
             reply.len() + 4,
             RUN.as_secs()
@@ -174,8 +179,11 @@ fn main() {
         println!("| clients | raw tokio ping-pong | K3 server | server / raw |");
         println!("|---|---|---|---|");
         for clients in [1usize, 32] {
-            let baseline = measure(raw, request.clone(), clients).await;
-            let ours = measure(server.local_addr(), request.clone(), clients).await;
+            let (mut baseline, mut ours) = (0f64, 0f64);
+            for _ in 0..ROUNDS {
+                baseline = baseline.max(measure(raw, request.clone(), clients).await);
+                ours = ours.max(measure(server.local_addr(), request.clone(), clients).await);
+            }
             println!(
                 "| {clients} | {baseline:.0} req/s | {ours:.0} req/s | {:.2} |",
                 ours / baseline
