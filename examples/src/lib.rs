@@ -5,5 +5,8 @@
 //!
 //! - [`glue`]: the broker's side of the coordination store — ISR writes on the partition-state
 //!   znodes with ISR change notifications, and the broker's registration.
+//! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
+//!   request channel and handler workers, responses in request order.
 
 pub mod glue;
+pub mod server;
