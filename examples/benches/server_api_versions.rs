@@ -58,7 +58,7 @@ fn api_versions_request() -> Bytes {
         request_api_version: 3,
         correlation_id: 1,
         client_id: Some("bench".into()),
-        unknown_tagged_fields: Vec::new(),
+        unknown_tagged_fields: Default::default(),
     };
     let body = RequestBody::ApiVersions(ApiVersionsRequest {
         client_software_name: "bench".into(),

@@ -57,8 +57,8 @@ impl RequestHandler for OneBrokerMetadata {
                         .map(|p| MetadataResponsePartition {
                             partition_index: p,
                             leader_id: 1,
-                            replica_nodes: vec![1],
-                            isr_nodes: vec![1],
+                            replica_nodes: vec![1].into(),
+                            isr_nodes: vec![1].into(),
                             ..Default::default()
                         })
                         .collect(),

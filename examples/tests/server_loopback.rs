@@ -121,7 +121,7 @@ fn frame(api_key: ApiKey, version: i16, correlation_id: i32, body: &RequestBody)
         request_api_version: version,
         correlation_id,
         client_id: Some("test".into()),
-        unknown_tagged_fields: Vec::new(),
+        unknown_tagged_fields: Default::default(),
     };
     let mut buf = BytesMut::new();
     buf.put_i32(0);

@@ -470,25 +470,25 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone(),
+                    isr: p.isr.clone().into(),
                     partition_epoch: p.partition_epoch,
-                    replicas: p.replicas.clone(),
+                    replicas: p.replicas.clone().into(),
                     adding_replicas: if v >= 3 {
-                        p.adding_replicas.clone()
+                        p.adding_replicas.clone().into()
                     } else {
-                        Vec::new()
+                        Vec::new().into()
                     },
                     removing_replicas: if v >= 3 {
-                        p.removing_replicas.clone()
+                        p.removing_replicas.clone().into()
                     } else {
-                        Vec::new()
+                        Vec::new().into()
                     },
                     is_new: v >= 1 && p.is_new,
                     leader_recovery_state: match p.leader_recovery_state {
                         LeaderRecoveryState::Recovering if v >= 6 => 1,
                         _ => 0,
                     },
-                    unknown_tagged_fields: Vec::new(),
+                    unknown_tagged_fields: Default::default(),
                 };
                 let mut req = kafka_wire::messages::LeaderAndIsrRequest {
                     controller_id: header.controller_id,
@@ -509,7 +509,7 @@ impl ControlRequest {
                                 Uuid::ZERO
                             },
                             partition_states: ps.into_iter().map(state).collect(),
-                            unknown_tagged_fields: Vec::new(),
+                            unknown_tagged_fields: Default::default(),
                         })
                         .collect();
                 }
@@ -520,7 +520,7 @@ impl ControlRequest {
                             broker_id: b.id,
                             host_name: e.host.as_str().into(),
                             port: e.port,
-                            unknown_tagged_fields: Vec::new(),
+                            unknown_tagged_fields: Default::default(),
                         })
                     })
                     .collect();
@@ -544,15 +544,15 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone(),
+                    isr: p.isr.clone().into(),
                     zk_version: p.zk_version,
-                    replicas: p.replicas.clone(),
+                    replicas: p.replicas.clone().into(),
                     offline_replicas: if v >= 4 {
-                        p.offline_replicas.clone()
+                        p.offline_replicas.clone().into()
                     } else {
-                        Vec::new()
+                        Vec::new().into()
                     },
-                    unknown_tagged_fields: Vec::new(),
+                    unknown_tagged_fields: Default::default(),
                 };
                 let mut req = kafka_wire::messages::UpdateMetadataRequest {
                     controller_id: header.controller_id,
@@ -573,7 +573,7 @@ impl ControlRequest {
                                 Uuid::ZERO
                             },
                             partition_states: ps.into_iter().map(state).collect(),
-                            unknown_tagged_fields: Vec::new(),
+                            unknown_tagged_fields: Default::default(),
                         })
                         .collect();
                 }
@@ -605,7 +605,7 @@ impl ControlRequest {
                                         Default::default()
                                     },
                                     security_protocol: e.security_protocol,
-                                    unknown_tagged_fields: Vec::new(),
+                                    unknown_tagged_fields: Default::default(),
                                 })
                                 .collect();
                         }
@@ -635,10 +635,10 @@ impl ControlRequest {
                                     partition_index: p.tp.partition,
                                     leader_epoch: p.leader_epoch,
                                     delete_partition: p.delete,
-                                    unknown_tagged_fields: Vec::new(),
+                                    unknown_tagged_fields: Default::default(),
                                 })
                                 .collect(),
-                            unknown_tagged_fields: Vec::new(),
+                            unknown_tagged_fields: Default::default(),
                         })
                         .collect();
                     return Ok(vec![(v, RequestBody::StopReplica(req))]);
@@ -661,7 +661,7 @@ impl ControlRequest {
                             .map(|p| sr::StopReplicaPartitionV0 {
                                 topic_name: bytestring::ByteString::from(&*p.tp.topic),
                                 partition_index: p.tp.partition,
-                                unknown_tagged_fields: Vec::new(),
+                                unknown_tagged_fields: Default::default(),
                             })
                             .collect();
                     } else {
@@ -670,7 +670,7 @@ impl ControlRequest {
                             .map(|(topic, ps)| sr::StopReplicaTopicV1 {
                                 name: topic.into(),
                                 partition_indexes: ps.into_iter().map(|p| p.tp.partition).collect(),
-                                unknown_tagged_fields: Vec::new(),
+                                unknown_tagged_fields: Default::default(),
                             })
                             .collect();
                     }

@@ -108,11 +108,11 @@ fn kafka_2_8_leader_and_isr_carries_partitions_grouped_by_topic_with_ids() {
     let p = &lai.topic_states[0].partition_states[1];
     assert_eq!(
         (p.partition_index, p.leader, p.leader_epoch, p.isr.clone()),
-        (1, 2, 3, vec![2, 3])
+        (1, 2, 3, vec![2, 3].into())
     );
     assert_eq!(
         (p.partition_epoch, p.is_new, p.replicas.clone()),
-        (7, true, vec![2, 3, 1])
+        (7, true, vec![2, 3, 1].into())
     );
     let leaders: Vec<(i32, &str, i32)> = lai
         .live_leaders

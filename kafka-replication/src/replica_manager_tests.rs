@@ -514,7 +514,7 @@ proptest::proptest! {
 fn k8_2_a_caught_up_follower_fetch_proposes_isr_expansion() {
     let mut m = manager(1);
     let mut req = lair(1, &[(0, 1, 1)]);
-    req.topic_states[0].partition_states[0].isr = vec![1];
+    req.topic_states[0].partition_states[0].isr = vec![1].into();
     m.become_leader_or_follower(0, &req, 4);
     assert!(m.append_records(&tp(0), batch(2), 1).is_ok());
     actions(&mut m);

@@ -58,7 +58,6 @@ pub mod records;
 #[rustfmt::skip]
 pub mod messages;
 pub mod primitives;
-pub mod records;
 #[cfg(feature = "sample")]
 pub mod sample;
 pub mod types;

@@ -49,7 +49,7 @@ fn write_header(
 ) -> Result<(), EncodeError> {
     ResponseHeader {
         correlation_id,
-        unknown_tagged_fields: Vec::new(),
+        unknown_tagged_fields: Default::default(),
     }
     .encode(w, api_key.response_header_version(version))
 }
