@@ -208,3 +208,8 @@ pub use zxid::Zxid;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/testing-election-logic.md")]
 pub struct TestingElectionLogicGuide;
+
+/// The workspace README's code example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct WorkspaceReadme;
