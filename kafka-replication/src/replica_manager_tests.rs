@@ -509,3 +509,26 @@ proptest::proptest! {
         proptest::prop_assert!(m.partition(&tp(0)).map(|p| p.high_watermark()) >= hw);
     }
 }
+
+#[test]
+fn k8_2_a_caught_up_follower_fetch_proposes_isr_expansion() {
+    let mut m = manager(1);
+    let mut req = lair(1, &[(0, 1, 1)]);
+    req.topic_states[0].partition_states[0].isr = vec![1];
+    m.become_leader_or_follower(0, &req, 4);
+    assert!(m.append_records(&tp(0), batch(2), 1).is_ok());
+    actions(&mut m);
+    respond(m.fetch(1, &fetch_request(2, 0, 0, &[(0, 0, 1)])));
+    assert!(
+        !actions(&mut m)
+            .iter()
+            .any(|a| matches!(a, ReplicaAction::AlterIsr(_))),
+        "LEO 0 < HW 2"
+    );
+    respond(m.fetch(2, &fetch_request(2, 0, 0, &[(0, 2, 1)])));
+    let proposal = actions(&mut m).into_iter().find_map(|a| match a {
+        ReplicaAction::AlterIsr(p) => Some(p),
+        _ => None,
+    });
+    assert_eq!(proposal.map(|p| p.proposed.isr), Some(vec![1, 2]));
+}
