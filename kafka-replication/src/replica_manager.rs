@@ -327,9 +327,9 @@ impl<L: LogStorage> ReplicaManager<L> {
                     controller_epoch: s.controller_epoch,
                     leader: s.leader,
                     leader_epoch: s.leader_epoch,
-                    isr: s.isr.clone(),
+                    isr: s.isr.to_vec(),
                     partition_epoch: s.partition_epoch,
-                    replicas: s.replicas.clone(),
+                    replicas: s.replicas.to_vec(),
                 };
                 if s.leader == self.broker {
                     leaders.push((tp.clone(), state));

@@ -54,7 +54,6 @@ pub mod error;
 pub mod error_code;
 pub mod frame;
 pub mod header;
-pub mod records;
 #[rustfmt::skip]
 pub mod messages;
 pub mod primitives;
