@@ -1,0 +1,32 @@
+//! The reference broker's request handling and replication, composed from `kafka-replication`
+//! and served by the [`server`](crate::server) module.
+//!
+//! What trait goes where:
+//!
+//! ```text
+//!  server::Server ──RequestHandler──▶ KafkaApis ──▶ ReplicaDriver ──▶ ReplicaManager<L: LogStorage>
+//!                                                     │   ▲ actions (poll_action)
+//!                        ISR proposals ───────────────┤   │
+//!                        IsrWriter (W) ◀──────────────┘   │
+//!                        fetcher task per leader ──LeaderLink (K, e.g. TcpLeaderLink)──▶ leader
+//! ```
+//!
+//! - [`KafkaApis`] implements the server's `RequestHandler`: one method per API.
+//! - [`ReplicaDriver`] owns the sans-IO `ReplicaManager` behind a mutex, feeds it time, answers
+//!   delayed produces and fetches, carries ISR proposals to an `IsrWriter` and runs one
+//!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
+//! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
+//!
+//! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
+//! requests, so a test can play the controller by sending them itself.
+
+mod apis;
+mod leader_link_tcp;
+mod replica_driver;
+
+pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use leader_link_tcp::{
+    AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
+    OFFSET_FOR_LEADER_EPOCH_VERSION,
+};
+pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};
