@@ -156,46 +156,51 @@ where
                     let tp = TopicPartition::new(t.name.to_string(), p.partition_index);
                     let mut out = ListOffsetsPartitionResponse {
                         partition_index: p.partition_index,
-                        timestamp: -1,
-                        offset: -1,
-                        leader_epoch: -1,
                         ..Default::default()
                     };
-                    match m.partition(&tp) {
-                        None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                        Some(part) if !part.is_leader() => {
-                            out.error_code = ErrorCode::NotLeaderOrFollower.code();
-                        }
+                    let (code, offset, epoch) = match m.partition(&tp) {
+                        None => (ErrorCode::UnknownTopicOrPartition, -1, -1),
+                        Some(part) if !part.is_leader() => (ErrorCode::NotLeaderOrFollower, -1, -1),
                         Some(part) => {
-                            let epoch = (version >= 4).then_some(p.current_leader_epoch);
-                            if let Err(e) = part.check_leader_epoch(epoch) {
-                                out.error_code = e.error_code().code();
-                            } else {
-                                let offset = match p.timestamp {
-                                    EARLIEST_TIMESTAMP => Some(part.log_start_offset()),
-                                    LATEST_TIMESTAMP
-                                        if request.replica_id == CONSUMER_REPLICA_ID =>
-                                    {
-                                        Some(part.high_watermark())
-                                    }
-                                    LATEST_TIMESTAMP => Some(part.log_end_offset()),
-                                    _ => None,
-                                };
-                                if let Some(offset) = offset {
-                                    out.offset = offset;
+                            let current = (version >= 4).then_some(p.current_leader_epoch);
+                            match part.check_leader_epoch(current) {
+                                Err(e) => (e.error_code(), -1, -1),
+                                Ok(()) => {
+                                    let offset = match p.timestamp {
+                                        EARLIEST_TIMESTAMP => part.log_start_offset(),
+                                        LATEST_TIMESTAMP
+                                            if request.replica_id == CONSUMER_REPLICA_ID =>
+                                        {
+                                            part.high_watermark()
+                                        }
+                                        LATEST_TIMESTAMP => part.log_end_offset(),
+                                        _ => -1,
+                                    };
                                     let cache = part.log().epoch_cache();
-                                    out.leader_epoch = if offset >= part.log_end_offset() {
+                                    let epoch = if offset < 0 {
+                                        None
+                                    } else if offset >= part.log_end_offset() {
                                         cache.latest_epoch()
                                     } else {
                                         cache.epoch_for_offset(offset)
-                                    }
-                                    .unwrap_or(-1);
-                                    if version == 0 {
-                                        out.old_style_offsets = vec![offset];
-                                    }
+                                    };
+                                    (ErrorCode::None, offset, epoch.unwrap_or(-1))
                                 }
                             }
                         }
+                    };
+                    out.error_code = code.code();
+                    // Each field exists only in some versions (v0: a list of offsets).
+                    if version == 0 {
+                        if offset >= 0 {
+                            out.old_style_offsets = vec![offset];
+                        }
+                    } else {
+                        out.timestamp = -1;
+                        out.offset = offset;
+                    }
+                    if version >= 4 {
+                        out.leader_epoch = epoch;
                     }
                     topic.partitions.push(out);
                 }
