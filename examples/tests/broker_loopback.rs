@@ -23,17 +23,19 @@ use kafka_wire::messages::leader_and_isr_request::{
     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
 use kafka_wire::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_wire::messages::metadata_request::MetadataRequestTopic;
 use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_wire::messages::update_metadata_request::{
     UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
     UpdateMetadataTopicState,
 };
 use kafka_wire::messages::{
-    FetchRequest, FetchResponse, LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceRequest, UpdateMetadataRequest,
+    ControlledShutdownRequest, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    InitProducerIdRequest, LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, StopReplicaRequest, UpdateMetadataRequest,
 };
 use kafka_wire::records::RecordBatchBuilder;
-use kafka_wire::{RequestBody, ResponseBody, Uuid};
+use kafka_wire::{ApiKey, RequestBody, ResponseBody, Uuid};
 
 type Apis = KafkaApis<MemoryLog, TcpLeaderLink, MemoryIsrWriter>;
 
@@ -407,6 +409,123 @@ async fn kip_320_follower_fetch_with_a_stale_leader_epoch_is_fenced() {
     assert_eq!(p.error_code, ErrorCode::UnknownLeaderEpoch.code());
     let p = fetched_partition(c.send(12, &fetch(2, 0, 3)).await.expect("answered"));
     assert_eq!(p.error_code, 0);
+
+    b1.server.shutdown().await;
+    b1.apis.driver().shutdown().await;
+}
+
+/// A request of `key` that is valid at every version, asking about `orders`-0.
+fn request_at(key: ApiKey, version: i16) -> Option<RequestBody> {
+    Some(match key {
+        ApiKey::Metadata => RequestBody::Metadata(MetadataRequest {
+            topics: Some(vec![MetadataRequestTopic {
+                name: Some(TOPIC.into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ApiKey::ListOffsets => list_offsets(LATEST_TIMESTAMP),
+        ApiKey::Produce => produce(1, &[b"v"]),
+        ApiKey::StopReplica => RequestBody::StopReplica(StopReplicaRequest {
+            controller_id: 100,
+            controller_epoch: 1,
+            ..Default::default()
+        }),
+        ApiKey::UpdateMetadata => RequestBody::UpdateMetadata(UpdateMetadataRequest {
+            controller_id: 100,
+            controller_epoch: 1,
+            ..Default::default()
+        }),
+        ApiKey::Fetch => {
+            let RequestBody::Fetch(mut f) = fetch(-1, 0, -1) else {
+                return None;
+            };
+            if version >= 13 {
+                f.topics[0].topic = Default::default();
+            } else {
+                f.topics[0].topic_id = Uuid::default();
+            }
+            RequestBody::Fetch(f)
+        }
+        ApiKey::FindCoordinator => RequestBody::FindCoordinator(FindCoordinatorRequest {
+            key: if version < 4 {
+                "group".into()
+            } else {
+                "".into()
+            },
+            coordinator_keys: if version >= 4 {
+                vec!["group".into()]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        }),
+        ApiKey::InitProducerId => RequestBody::InitProducerId(InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            ..Default::default()
+        }),
+        ApiKey::OffsetForLeaderEpoch => {
+            RequestBody::OffsetForLeaderEpoch(OffsetForLeaderEpochRequest::default())
+        }
+        _ => return None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_advertised_version_is_answered_never_unsupported_version() {
+    let b1 = start_broker(
+        1,
+        Arc::new(Mutex::new(HashMap::new())),
+        MemoryIsrWriter::new(),
+    )
+    .await;
+    let addr = b1.server.local_addr();
+    let mut c = connect(&b1).await;
+    c.send(4, &leader_and_isr(1, 0, &[1]))
+        .await
+        .expect("answered");
+    c.send(7, &update_metadata(1, 0, &[1], &[(1, addr)]))
+        .await
+        .expect("answered");
+    c.send(9, &produce(1, &[b"a"])).await.expect("answered");
+
+    let supported = Apis::supported();
+    for (key, lo, hi) in supported.iter() {
+        for version in lo..=hi {
+            let Some(body) = request_at(key, version) else {
+                continue;
+            };
+            let r = c.send(version, &body).await;
+            assert!(r.is_ok(), "{key:?} v{version}: {r:?}");
+            if let Ok(ResponseBody::InitProducerId(r)) = &r {
+                assert_eq!(r.error_code, 0, "idempotent producers get an id");
+                assert!(r.producer_id >= 0);
+            }
+            if let Ok(ResponseBody::FindCoordinator(r)) = &r {
+                let code = if version >= 4 {
+                    r.coordinators[0].error_code
+                } else {
+                    r.error_code
+                };
+                assert_eq!(code, ErrorCode::CoordinatorNotAvailable.code());
+            }
+        }
+    }
+    let r = c
+        .send(
+            3,
+            &RequestBody::ControlledShutdown(ControlledShutdownRequest {
+                broker_id: 1,
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("answered");
+    assert!(
+        matches!(r, ResponseBody::ControlledShutdown(ref r) if r.error_code == ErrorCode::NotController.code()),
+        "{r:?}"
+    );
 
     b1.server.shutdown().await;
     b1.apis.driver().shutdown().await;

@@ -332,14 +332,15 @@ where
     ) -> FindCoordinatorResponse {
         let code = ErrorCode::CoordinatorNotAvailable.code();
         let message = Some("this broker has no group or transaction coordinator".into());
-        let mut response = FindCoordinatorResponse {
-            error_code: code,
-            error_message: message.clone(),
-            node_id: -1,
-            host: "".into(),
-            port: -1,
-            ..Default::default()
-        };
+        // v0–v3 answer one key at the top level, v4+ a list of keys.
+        let mut response = FindCoordinatorResponse::default();
+        if version < 4 {
+            response.error_code = code;
+            response.error_message = message.clone();
+            response.node_id = -1;
+            response.host = "".into();
+            response.port = -1;
+        }
         if version >= 4 {
             response.coordinators = request
                 .coordinator_keys
