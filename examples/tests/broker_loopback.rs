@@ -530,3 +530,91 @@ async fn every_advertised_version_is_answered_never_unsupported_version() {
     b1.server.shutdown().await;
     b1.apis.driver().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_5_a_consumer_fetch_waits_in_the_purgatory_and_is_answered_by_the_next_produce() {
+    let b1 = start_broker(
+        1,
+        Arc::new(Mutex::new(HashMap::new())),
+        MemoryIsrWriter::new(),
+    )
+    .await;
+    let mut consumer = connect(&b1).await;
+    let mut producer = connect(&b1).await;
+    producer
+        .send(4, &leader_and_isr(1, 0, &[1]))
+        .await
+        .expect("answered");
+
+    let RequestBody::Fetch(mut waiting) = fetch(-1, 0, 0) else {
+        unreachable!()
+    };
+    waiting.max_wait_ms = 5_000;
+    let started = std::time::Instant::now();
+    let fetch = tokio::spawn(async move {
+        consumer
+            .send(12, &RequestBody::Fetch(waiting))
+            .await
+            .expect("answered")
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!fetch.is_finished(), "nothing to read yet: the fetch waits");
+    producer
+        .send(9, &produce(1, &[b"late"]))
+        .await
+        .expect("answered");
+    let p = fetched_partition(fetch.await.expect("fetch task"));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "answered by the append, not by the timeout"
+    );
+    assert_eq!((p.error_code, p.high_watermark), (0, 1));
+    assert!(p.records.is_some_and(|r| !r.is_empty()));
+
+    b1.server.shutdown().await;
+    b1.apis.driver().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_leader_link_reconnects_once_the_leader_becomes_reachable() {
+    let addresses = Arc::new(Mutex::new(HashMap::new()));
+    let b1 = start_broker(1, addresses.clone(), MemoryIsrWriter::new()).await;
+    let b2 = start_broker(2, addresses.clone(), MemoryIsrWriter::new()).await;
+    let mut c1 = connect(&b1).await;
+    let mut c2 = connect(&b2).await;
+    c1.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    c1.send(9, &produce(1, &[b"a", b"b", b"c"]))
+        .await
+        .expect("answered");
+    // The follower starts fetching while the leader's address is unknown: its link fails
+    // and backs off.
+    c2.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let tp = TopicPartition::new(TOPIC, 0);
+    let leo = |b: &TestBroker| {
+        b.apis
+            .driver()
+            .with_manager(|m, _| m.partition(&tp).map(|p| p.log_end_offset()))
+    };
+    assert_eq!(leo(&b2), Some(0));
+
+    if let Ok(mut a) = addresses.lock() {
+        a.insert(1, b1.server.local_addr());
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while leo(&b2) != Some(3) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for b in [b1, b2] {
+        b.server.shutdown().await;
+        b.apis.driver().shutdown().await;
+    }
+}
