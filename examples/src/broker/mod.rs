@@ -16,15 +16,20 @@
 //!   delayed produces and fetches, carries ISR proposals to an `IsrWriter` and runs one
 //!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
 //! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
+//! - [`CoordinationIsrWriter`] is the `IsrWriter` on a coordination store (ZooKeeper or
+//!   in memory): compare-and-set of the partition-state znode, then an ISR change
+//!   notification.
 //!
 //! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
 //! requests, so a test can play the controller by sending them itself.
 
 mod apis;
+mod isr_writer_zk;
 mod leader_link_tcp;
 mod replica_driver;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use isr_writer_zk::CoordinationIsrWriter;
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
