@@ -53,12 +53,22 @@ async fn start_broker(
     addresses: Arc<Mutex<HashMap<BrokerId, SocketAddr>>>,
     isr_writer: MemoryIsrWriter,
 ) -> TestBroker {
-    let manager = ReplicaManager::new(
-        id,
-        PartitionConfig::default(),
-        0,
-        Box::new(|_| Ok(MemoryLog::new())),
-    );
+    start_broker_with(id, addresses, isr_writer, PartitionConfig::default()).await
+}
+
+async fn start_broker_with(
+    id: BrokerId,
+    addresses: Arc<Mutex<HashMap<BrokerId, SocketAddr>>>,
+    isr_writer: MemoryIsrWriter,
+    partition_config: PartitionConfig,
+) -> TestBroker {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
+    let manager = ReplicaManager::new(id, partition_config, 0, Box::new(|_| Ok(MemoryLog::new())));
     let book: AddressBook = Arc::new(move |b| addresses.lock().ok()?.get(&b).copied());
     let links: LinkFactory<TcpLeaderLink> = Box::new(move |leader| {
         TcpLeaderLink::new(id, leader, book.clone(), Duration::from_secs(5))
@@ -617,4 +627,77 @@ async fn tcp_leader_link_reconnects_once_the_leader_becomes_reachable() {
         b.server.shutdown().await;
         b.apis.driver().shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_3_a_silent_follower_falling_behind_leaves_the_isr_and_the_waiting_acks_all_produce_completes(
+) {
+    let addresses = Arc::new(Mutex::new(HashMap::new()));
+    let tp = TopicPartition::new(TOPIC, 0);
+    let mut store = MemoryIsrWriter::new();
+    store.set(
+        tp.clone(),
+        LeaderAndIsr {
+            leader: 1,
+            leader_epoch: 0,
+            isr: vec![1, 2],
+            partition_epoch: 0,
+        },
+    );
+    let config = PartitionConfig {
+        replica_lag_time_max_ms: 400,
+        min_insync_replicas: 1,
+    };
+    let b1 = start_broker_with(1, addresses.clone(), store.clone(), config).await;
+    let b2 = start_broker_with(2, addresses.clone(), store, config).await;
+    if let Ok(mut a) = addresses.lock() {
+        a.insert(1, b1.server.local_addr());
+    }
+    let mut c1 = connect(&b1).await;
+    let mut c2 = connect(&b2).await;
+    c1.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    c2.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    c1.send(9, &produce(-1, &[b"both"]))
+        .await
+        .expect("answered");
+
+    // The follower goes away.
+    b2.server.shutdown().await;
+    b2.apis.driver().shutdown().await;
+
+    // A follower whose log end equals the leader's stays in sync however long it is
+    // silent; a new append leaves it behind, and replica.lag.time.max.ms later the leader
+    // proposes the ISR without it. The waiting acks=all produce completes then.
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        c1.send(9, &produce(-1, &[b"alone"])),
+    )
+    .await
+    .expect("acks=all completes once the ISR shrinks to the leader")
+    .expect("answered");
+    let ResponseBody::Produce(r) = r else {
+        panic!("{r:?}")
+    };
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset), (0, 1));
+    let (isr, partition_epoch) = b1
+        .apis
+        .driver()
+        .with_manager(|m, _| {
+            m.partition(&tp)
+                .map(|p| (p.isr().to_vec(), p.partition_epoch()))
+        })
+        .expect("partition");
+    assert_eq!(
+        (isr, partition_epoch),
+        (vec![1], 1),
+        "written through the IsrWriter"
+    );
+
+    b1.server.shutdown().await;
+    b1.apis.driver().shutdown().await;
 }
