@@ -13,7 +13,7 @@ use ha_examples::broker::{
 };
 use ha_examples::server::{Server, ServerConfig, ServerHandle};
 use kafka_replication::isr::{BrokerId, LeaderAndIsr, MemoryIsrWriter, TopicPartition};
-use kafka_replication::log::MemoryLog;
+use kafka_replication::log::{LogStorage, MemoryLog};
 use kafka_replication::partition::PartitionConfig;
 use kafka_replication::replica_fetcher::FetcherConfig;
 use kafka_replication::replica_manager::ReplicaManager;
@@ -700,4 +700,69 @@ async fn k8_3_a_silent_follower_falling_behind_leaves_the_isr_and_the_waiting_ac
 
     b1.server.shutdown().await;
     b1.apis.driver().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_101_an_old_leader_becoming_follower_truncates_its_unreplicated_tail_over_tcp() {
+    let addresses = Arc::new(Mutex::new(HashMap::new()));
+    let b1 = start_broker(1, addresses.clone(), MemoryIsrWriter::new()).await;
+    let b2 = start_broker(2, addresses.clone(), MemoryIsrWriter::new()).await;
+    if let Ok(mut a) = addresses.lock() {
+        a.insert(1, b1.server.local_addr());
+        a.insert(2, b2.server.local_addr());
+    }
+    let mut c1 = connect(&b1).await;
+    let mut c2 = connect(&b2).await;
+    c1.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    c2.send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    c1.send(9, &produce(-1, &[b"committed"]))
+        .await
+        .expect("answered");
+
+    // Broker 2 takes over at epoch 1 while broker 1 still thinks it leads and accepts an
+    // acks=1 write nobody replicates.
+    c2.send(4, &leader_and_isr(2, 1, &[2, 1]))
+        .await
+        .expect("answered");
+    c1.send(9, &produce(1, &[b"stale"]))
+        .await
+        .expect("answered");
+    c2.send(9, &produce(1, &[b"new"])).await.expect("answered");
+
+    // Broker 1 learns it follows broker 2: it asks where epoch 0 ends (offset 1) over TCP,
+    // truncates "stale" and fetches "new".
+    c1.send(4, &leader_and_isr(2, 1, &[2, 1]))
+        .await
+        .expect("answered");
+    let tp = TopicPartition::new(TOPIC, 0);
+    let state = |b: &TestBroker| {
+        b.apis.driver().with_manager(|m, _| {
+            m.partition(&tp).map(|p| {
+                (
+                    p.log_end_offset(),
+                    p.log().epoch_cache().latest_epoch(),
+                    p.high_watermark(),
+                )
+            })
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while state(&b1).map(|s| (s.0, s.1)) != Some((2, Some(1))) || state(&b2).map(|s| s.2) != Some(2)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old leader truncated and caught up: {:?} / {:?}",
+            state(&b1),
+            state(&b2)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for b in [b1, b2] {
+        b.server.shutdown().await;
+        b.apis.driver().shutdown().await;
+    }
 }
