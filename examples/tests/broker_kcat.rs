@@ -11,13 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ha_examples::broker::{KafkaApis, LinkFactory, ReplicaDriver, TcpLeaderLink};
-use ha_examples::server::{Server, ServerConfig};
+use ha_examples::broker::{Broker, BrokerConfig};
 use kafka_replication::isr::MemoryIsrWriter;
 use kafka_replication::log::MemoryLog;
-use kafka_replication::partition::PartitionConfig;
-use kafka_replication::replica_fetcher::FetcherConfig;
-use kafka_replication::replica_manager::ReplicaManager;
 use kafka_wire::messages::leader_and_isr_request::{
     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
@@ -84,33 +80,17 @@ async fn kcat_idempotent_producer_with_acks_all_and_consumer_read_back_every_mes
             .with_test_writer()
             .try_init();
     }
-    let manager = ReplicaManager::new(
-        1,
-        PartitionConfig::default(),
-        0,
+    let config = BrokerConfig::new(1, "127.0.0.1:0".parse().expect("address"));
+    let broker = Broker::start(
+        config,
         Box::new(|_| Ok(MemoryLog::new())),
-    );
-    let links: LinkFactory<TcpLeaderLink> = Box::new(|leader| {
-        TcpLeaderLink::new(1, leader, Arc::new(|_| None), Duration::from_secs(5))
-    });
-    let driver = ReplicaDriver::start(
-        manager,
-        links,
         MemoryIsrWriter::new(),
-        FetcherConfig::default(),
-    );
-    let apis = Arc::new(KafkaApis::new(1, "kcat-cluster", driver.clone()));
-    let server = Server::bind(
-        "127.0.0.1:0",
-        ServerConfig {
-            broker: 1,
-            ..Default::default()
-        },
-        apis,
+        Arc::new(|_| None),
     )
     .await
-    .expect("server binds");
-    let addr = server.local_addr();
+    .expect("broker starts");
+    let addr = broker.local_addr();
+    let driver = broker.apis().driver().clone();
 
     let topic_id = Uuid([3; 16]);
     let leader_and_isr = LeaderAndIsrRequest {
@@ -168,11 +148,11 @@ async fn kcat_idempotent_producer_with_acks_all_and_consumer_read_back_every_mes
         m.update_metadata(&update_metadata);
     });
 
-    let broker = addr.to_string();
+    let bootstrap = addr.to_string();
     let input: String = (0..200).map(|i| format!("key-{i}:value-{i}\n")).collect();
     let produce: Vec<String> = [
         "-b",
-        &broker,
+        &bootstrap,
         "-P",
         "-t",
         "orders",
@@ -195,7 +175,7 @@ async fn kcat_idempotent_producer_with_acks_all_and_consumer_read_back_every_mes
 
     let consume: Vec<String> = [
         "-b",
-        &broker,
+        &bootstrap,
         "-C",
         "-t",
         "orders",
@@ -214,8 +194,7 @@ async fn kcat_idempotent_producer_with_acks_all_and_consumer_read_back_every_mes
         tokio::task::spawn_blocking(move || run_kcat(&consume, "", Duration::from_secs(30)))
             .await
             .expect("kcat ran");
-    server.shutdown().await;
-    driver.shutdown().await;
+    broker.shutdown().await;
     assert!(ok, "kcat -C failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
     let expected: Vec<String> = (0..200).map(|i| format!("key-{i}:value-{i}")).collect();
     let got: Vec<String> = stdout.lines().map(str::to_owned).collect();

@@ -285,6 +285,12 @@ async fn k8_single_broker_answers_produce_fetch_list_offsets_and_metadata_over_t
     let p = &r.responses[0].partition_responses[0];
     assert_eq!((p.error_code, p.base_offset), (0, 0));
 
+    let r = c.send(9, &produce(2, &[b"x"])).await.expect("answered");
+    assert!(
+        matches!(r, ResponseBody::Produce(ref r) if r.responses[0].partition_responses[0].error_code == ErrorCode::InvalidRequiredAcks.code()),
+        "{r:?}"
+    );
+
     // A consumer reads the three records up to the high watermark.
     let p = fetched_partition(c.send(12, &fetch(-1, 0, 0)).await.expect("answered"));
     assert_eq!(p.error_code, 0);

@@ -91,8 +91,12 @@ where
 
     /// Produce (K8): acks 0 / 1 answer at once (0: no response); acks -1 waits in the
     /// delayed-produce purgatory until the high watermark covers the append, refusing before
-    /// writing when the ISR is below `min.insync.replicas`.
+    /// writing when the ISR is below `min.insync.replicas`. Any other acks value gets
+    /// INVALID_REQUIRED_ACKS, as in Kafka.
     pub async fn produce(&self, request: &ProduceRequest) -> Option<ProduceResponse> {
+        if !matches!(request.acks, -1..=1) {
+            return Some(produce_error(request, ErrorCode::InvalidRequiredAcks));
+        }
         let (outcome, waiter) = self.driver.with_core(|core, now| {
             let outcome = core.manager.produce(now, request);
             let waiter = match outcome {

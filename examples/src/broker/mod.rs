@@ -20,12 +20,16 @@
 //!   in memory): compare-and-set of the partition-state znode, then an ISR change
 //!   notification.
 //!
+//! - [`Broker`] puts the four together behind the K3 server: the shortest way to a running
+//!   broker.
+//!
 //! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
 //! requests, so a test can play the controller by sending them itself.
 
 mod apis;
 mod isr_writer_zk;
 mod leader_link_tcp;
+mod node;
 mod replica_driver;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -34,4 +38,5 @@ pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
+pub use node::{Broker, BrokerConfig};
 pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};
