@@ -636,7 +636,7 @@ async fn tcp_leader_link_reconnects_once_the_leader_becomes_reachable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn k8_3_a_silent_follower_falling_behind_leaves_the_isr_and_the_waiting_acks_all_produce_completes(
+async fn replica_lag_time_max_a_silent_follower_falling_behind_leaves_the_isr_and_acks_all_completes(
 ) {
     let addresses = Arc::new(Mutex::new(HashMap::new()));
     let tp = TopicPartition::new(TOPIC, 0);

@@ -25,6 +25,26 @@
 //!
 //! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
 //! requests, so a test can play the controller by sending them itself.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ha_examples::broker::{Broker, BrokerConfig};
+//! use kafka_replication::isr::MemoryIsrWriter;
+//! use kafka_replication::log::MemoryLog;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let broker = Broker::start(
+//!     BrokerConfig::new(1, "127.0.0.1:9092".parse()?),
+//!     Box::new(|_| Ok(MemoryLog::new())), // LogStorage: FileLog for a data directory
+//!     MemoryIsrWriter::new(),             // IsrWriter: CoordinationIsrWriter on ZooKeeper
+//!     Arc::new(|_leader| None),           // where the other brokers listen
+//! )
+//! .await?;
+//! println!("broker 1 on {}", broker.local_addr());
+//! broker.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod apis;
 mod isr_writer_zk;
