@@ -62,6 +62,21 @@ async fn start_broker_with(
     isr_writer: MemoryIsrWriter,
     partition_config: PartitionConfig,
 ) -> TestBroker {
+    let fetcher = FetcherConfig {
+        max_wait_ms: 100,
+        backoff_ms: 50,
+        ..Default::default()
+    };
+    start_broker_full(id, addresses, isr_writer, partition_config, fetcher).await
+}
+
+async fn start_broker_full(
+    id: BrokerId,
+    addresses: Arc<Mutex<HashMap<BrokerId, SocketAddr>>>,
+    isr_writer: MemoryIsrWriter,
+    partition_config: PartitionConfig,
+    config: FetcherConfig,
+) -> TestBroker {
     if let Ok(filter) = std::env::var("RUST_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
@@ -73,11 +88,6 @@ async fn start_broker_with(
     let links: LinkFactory<TcpLeaderLink> = Box::new(move |leader| {
         TcpLeaderLink::new(id, leader, book.clone(), Duration::from_secs(5))
     });
-    let config = FetcherConfig {
-        max_wait_ms: 100,
-        backoff_ms: 50,
-        ..Default::default()
-    };
     let driver = ReplicaDriver::start(manager, links, isr_writer, config);
     let apis = Arc::new(KafkaApis::new(id, "test-cluster", driver));
     let server = Server::bind(
@@ -710,9 +720,36 @@ async fn replica_lag_time_max_a_silent_follower_falling_behind_leaves_the_isr_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip_101_an_old_leader_becoming_follower_truncates_its_unreplicated_tail_over_tcp() {
+    old_leader_truncates_its_tail(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_10554_truncation_through_fetch_v12_diverging_epochs_over_tcp() {
+    old_leader_truncates_its_tail(true).await;
+}
+
+/// Broker 1 leads epoch 0, loses leadership to broker 2 (epoch 1) without knowing, takes an
+/// unreplicated write, then follows broker 2: it must drop that write by leader epoch —
+/// through OffsetForLeaderEpoch, or through the diverging epoch of a Fetch v12 answer.
+async fn old_leader_truncates_its_tail(truncate_via_fetch: bool) {
     let addresses = Arc::new(Mutex::new(HashMap::new()));
-    let b1 = start_broker(1, addresses.clone(), MemoryIsrWriter::new()).await;
-    let b2 = start_broker(2, addresses.clone(), MemoryIsrWriter::new()).await;
+    let fetcher = FetcherConfig {
+        max_wait_ms: 100,
+        backoff_ms: 50,
+        truncate_via_fetch,
+        ..Default::default()
+    };
+    let start = |id| {
+        start_broker_full(
+            id,
+            addresses.clone(),
+            MemoryIsrWriter::new(),
+            PartitionConfig::default(),
+            fetcher,
+        )
+    };
+    let b1 = start(1).await;
+    let b2 = start(2).await;
     if let Ok(mut a) = addresses.lock() {
         a.insert(1, b1.server.local_addr());
         a.insert(2, b2.server.local_addr());
