@@ -349,6 +349,40 @@ async fn k8_single_broker_answers_produce_fetch_list_offsets_and_metadata_over_t
     let p = &m.topics[0].partitions[0];
     assert_eq!((p.leader_id, p.isr_nodes.to_vec()), (1, vec![1]));
 
+    // By id (v10+), and topics nobody created: never created on demand.
+    let by_id = |name: Option<&str>, topic_id: Uuid| MetadataRequestTopic {
+        name: name.map(Into::into),
+        topic_id,
+        ..Default::default()
+    };
+    let r = c
+        .send(
+            12,
+            &RequestBody::Metadata(MetadataRequest {
+                topics: Some(vec![
+                    by_id(None, TOPIC_ID),
+                    by_id(Some("nope"), Uuid::default()),
+                    by_id(None, Uuid([9; 16])),
+                ]),
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("answered");
+    let ResponseBody::Metadata(m) = r else {
+        panic!("{r:?}")
+    };
+    let codes: Vec<i16> = m.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(
+        codes,
+        vec![
+            0,
+            ErrorCode::UnknownTopicOrPartition.code(),
+            ErrorCode::UnknownTopicId.code()
+        ]
+    );
+    assert_eq!(m.topics[0].name.as_deref(), Some(TOPIC));
+
     b1.server.shutdown().await;
     b1.apis.driver().shutdown().await;
 }

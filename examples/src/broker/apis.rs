@@ -266,41 +266,52 @@ where
                         ..Default::default()
                     });
             }
-            let wanted: Option<Vec<String>> = match &request.topics {
-                None => None,
-                Some(t) if t.is_empty() && version == 0 => None,
-                Some(t) => Some(
-                    t.iter()
-                        .map(|t| match &t.name {
-                            Some(n) => n.to_string(),
-                            None => by_topic
-                                .keys()
-                                .find(|name| cache.topic_id(name) == Some(t.topic_id))
-                                .cloned()
-                                .unwrap_or_default(),
-                        })
-                        .collect(),
-                ),
+            // Each wanted topic by name, or by id (v10+) when the name is null; Err: an id
+            // we do not know.
+            let wanted: Vec<Result<String, Uuid>> = match &request.topics {
+                None => by_topic.keys().cloned().map(Ok).collect(),
+                Some(t) if t.is_empty() && version == 0 => {
+                    by_topic.keys().cloned().map(Ok).collect()
+                }
+                Some(t) => t
+                    .iter()
+                    .map(|t| match &t.name {
+                        Some(n) => Ok(n.to_string()),
+                        None => by_topic
+                            .keys()
+                            .find(|name| cache.topic_id(name) == Some(t.topic_id))
+                            .cloned()
+                            .ok_or(t.topic_id),
+                    })
+                    .collect(),
             };
-            let names: Vec<String> = match wanted {
-                None => by_topic.keys().cloned().collect(),
-                Some(w) => w,
-            };
-            for name in names {
-                let topic = match by_topic.get_mut(&name) {
-                    Some(parts) => {
-                        parts.sort_by_key(|p| p.partition_index);
-                        MetadataResponseTopic {
-                            name: Some(name.as_str().into()),
-                            topic_id: cache.topic_id(&name).unwrap_or(Uuid::default()),
-                            partitions: std::mem::take(parts),
-                            ..Default::default()
-                        }
-                    }
-                    None => MetadataResponseTopic {
-                        error_code: ErrorCode::UnknownTopicOrPartition.code(),
-                        name: Some(name.as_str().into()),
+            let mut seen = std::collections::HashSet::new();
+            for want in wanted {
+                if !seen.insert(want.clone()) {
+                    continue;
+                }
+                let topic = match want {
+                    Err(id) => MetadataResponseTopic {
+                        error_code: ErrorCode::UnknownTopicId.code(),
+                        name: None,
+                        topic_id: id,
                         ..Default::default()
+                    },
+                    Ok(name) => match by_topic.get_mut(&name) {
+                        Some(parts) => {
+                            parts.sort_by_key(|p| p.partition_index);
+                            MetadataResponseTopic {
+                                name: Some(name.as_str().into()),
+                                topic_id: cache.topic_id(&name).unwrap_or_default(),
+                                partitions: std::mem::take(parts),
+                                ..Default::default()
+                            }
+                        }
+                        None => MetadataResponseTopic {
+                            error_code: ErrorCode::UnknownTopicOrPartition.code(),
+                            name: Some(name.as_str().into()),
+                            ..Default::default()
+                        },
                     },
                 };
                 response.topics.push(topic);
