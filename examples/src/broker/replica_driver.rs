@@ -9,6 +9,7 @@
 //! to the [`IsrWriter`] on their own task and the answer comes back through the lock.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -58,6 +59,8 @@ struct Shared<L, K, W> {
     isr_writer: Arc<tokio::sync::Mutex<W>>,
     fetcher_config: FetcherConfig,
     wake: tokio::sync::Notify,
+    /// When the ticker will next wake on its own (ms on the driver's clock).
+    ticker_deadline: std::sync::atomic::AtomicU64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -100,6 +103,7 @@ where
             isr_writer: Arc::new(tokio::sync::Mutex::new(isr_writer)),
             fetcher_config,
             wake: tokio::sync::Notify::new(),
+            ticker_deadline: std::sync::atomic::AtomicU64::new(0),
             cancel: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
         });
@@ -122,9 +126,16 @@ where
     /// Runs `f` on the core under the lock (to park a delayed request and register its
     /// waiter atomically), then performs the actions it produced.
     pub fn with_core<R>(&self, f: impl FnOnce(&mut Core<L>, u64) -> R) -> R {
-        let r = self.with_core_quiet(f);
-        // The manager's next deadline may be earlier now: let the ticker look again.
-        self.shared.wake.notify_one();
+        let now = self.now_ms();
+        let mut core = self.lock();
+        let r = f(&mut core, now);
+        self.drain(&mut core);
+        let deadline = core.manager.next_deadline();
+        drop(core);
+        // A delayed request may have brought the next deadline forward: wake the ticker.
+        if deadline < self.shared.ticker_deadline.load(Ordering::Relaxed) {
+            self.shared.wake.notify_one();
+        }
         r
     }
 
@@ -259,12 +270,19 @@ where
 
     async fn run_ticker(self) {
         loop {
+            // Until the new sleep is known, every change wakes us (a stored permit).
+            self.shared
+                .ticker_deadline
+                .store(u64::MAX, Ordering::Relaxed);
             let deadline = {
                 let core = self.lock();
                 core.manager.next_deadline()
             };
             let now = self.now_ms();
             let sleep_ms = deadline.saturating_sub(now).clamp(1, 1_000);
+            self.shared
+                .ticker_deadline
+                .store(now + sleep_ms, Ordering::Relaxed);
             tokio::select! {
                 _ = self.shared.cancel.cancelled() => return,
                 _ = self.shared.wake.notified() => {}
