@@ -301,6 +301,22 @@ async fn k8_single_broker_answers_produce_fetch_list_offsets_and_metadata_over_t
         "{r:?}"
     );
 
+    // Bytes that are no record batch are refused; the connection and the log go on.
+    let RequestBody::Produce(mut garbage) = produce(1, &[b"x"]) else {
+        unreachable!()
+    };
+    garbage.topic_data[0].partition_data[0].records = Some(bytes::Bytes::from_static(&[
+        0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 9, 1, 2, 3,
+    ]));
+    let r = c
+        .send(9, &RequestBody::Produce(garbage))
+        .await
+        .expect("answered");
+    let ResponseBody::Produce(r) = r else {
+        panic!("{r:?}")
+    };
+    assert_ne!(r.responses[0].partition_responses[0].error_code, 0);
+
     // A consumer reads the three records up to the high watermark.
     let p = fetched_partition(c.send(12, &fetch(-1, 0, 0)).await.expect("answered"));
     assert_eq!(p.error_code, 0);
