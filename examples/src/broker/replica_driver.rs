@@ -169,8 +169,10 @@ where
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Keeps `task` for [`ReplicaDriver::shutdown`], forgetting those that ended.
     fn push_task(&self, task: JoinHandle<()>) {
         if let Ok(mut t) = self.shared.tasks.lock() {
+            t.retain(|h| !h.is_finished());
             t.push(task);
         }
     }
