@@ -171,8 +171,8 @@
 //!         topic_name: "orders".into(),
 //!         partition_states: vec![LeaderAndIsrPartitionState {
 //!             topic_name: "orders".into(), partition_index: 0, controller_epoch: 1,
-//!             leader: 1, leader_epoch: 0, isr: vec![1, 2], partition_epoch: 0,
-//!             replicas: vec![1, 2], ..Default::default()
+//!             leader: 1, leader_epoch: 0, isr: vec![1, 2].into(), partition_epoch: 0,
+//!             replicas: vec![1, 2].into(), ..Default::default()
 //!         }],
 //!         ..Default::default()
 //!     }],

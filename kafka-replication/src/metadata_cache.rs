@@ -148,8 +148,8 @@ mod tests {
                     controller_epoch,
                     leader,
                     leader_epoch: 3,
-                    isr: vec![1, 2],
-                    replicas: vec![1, 2],
+                    isr: vec![1, 2].into(),
+                    replicas: vec![1, 2].into(),
                     ..Default::default()
                 }],
                 ..Default::default()

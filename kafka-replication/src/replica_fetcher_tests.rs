@@ -29,9 +29,9 @@ fn lair(leader: BrokerId, epoch: i32) -> LeaderAndIsrRequest {
                 controller_epoch: 1,
                 leader,
                 leader_epoch: epoch,
-                isr: vec![1, 2],
+                isr: vec![1, 2].into(),
                 partition_epoch: epoch,
-                replicas: vec![1, 2],
+                replicas: vec![1, 2].into(),
                 ..Default::default()
             }],
             ..Default::default()

@@ -29,9 +29,9 @@ fn lair(controller_epoch: i32, parts: &[(i32, BrokerId, i32)]) -> LeaderAndIsrRe
                     controller_epoch,
                     leader,
                     leader_epoch: epoch,
-                    isr: vec![1, 2],
+                    isr: vec![1, 2].into(),
                     partition_epoch: epoch,
-                    replicas: vec![1, 2],
+                    replicas: vec![1, 2].into(),
                     ..Default::default()
                 })
                 .collect(),
@@ -121,7 +121,7 @@ fn k4_2_only_newer_leader_epochs_apply_and_only_for_assigned_replicas() {
     let mut m = manager(1);
     m.become_leader_or_follower(0, &lair(1, &[(0, 1, 3)]), 4);
     let mut req = lair(1, &[(0, 1, 3), (1, 1, 1), (2, 1, 1)]);
-    req.topic_states[0].partition_states[2].replicas = vec![2, 3];
+    req.topic_states[0].partition_states[2].replicas = vec![2, 3].into();
     let r = m.become_leader_or_follower(0, &req, 4);
     assert_eq!(
         codes(&r),
@@ -412,7 +412,7 @@ mod produce {
             0,
             &{
                 let mut r = lair(1, &[(0, 1, 2)]);
-                r.topic_states[0].partition_states[0].isr = vec![1];
+                r.topic_states[0].partition_states[0].isr = vec![1].into();
                 r
             },
             4,
@@ -514,7 +514,7 @@ proptest::proptest! {
 fn k8_2_a_caught_up_follower_fetch_proposes_isr_expansion() {
     let mut m = manager(1);
     let mut req = lair(1, &[(0, 1, 1)]);
-    req.topic_states[0].partition_states[0].isr = vec![1];
+    req.topic_states[0].partition_states[0].isr = vec![1].into();
     m.become_leader_or_follower(0, &req, 4);
     assert!(m.append_records(&tp(0), batch(2), 1).is_ok());
     actions(&mut m);

@@ -89,9 +89,9 @@ impl Cluster {
                     controller_epoch: self.controller_epoch,
                     leader: s.leader,
                     leader_epoch: s.leader_epoch,
-                    isr: s.isr.clone(),
+                    isr: s.isr.clone().into(),
                     partition_epoch: s.partition_epoch,
-                    replicas: vec![1, 2, 3],
+                    replicas: vec![1, 2, 3].into(),
                     ..Default::default()
                 }],
                 ..Default::default()
