@@ -16,11 +16,10 @@
 //!   delayed produces and fetches, carries ISR proposals to an `IsrWriter` and runs one
 //!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
 //! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
-//! - [`CoordinationIsrWriter`] is the `IsrWriter` on a coordination store (ZooKeeper or
-//!   in memory): compare-and-set of the partition-state znode, then an ISR change
-//!   notification.
+//! - The `IsrWriter` on a coordination store (ZooKeeper or in memory) is `glue::ZkIsrWriter`;
+//!   tests use `kafka_replication::isr::MemoryIsrWriter`.
 //!
-//! - [`Broker`] puts the four together behind the K3 server: the shortest way to a running
+//! - [`Broker`] puts them together behind the K3 server: the shortest way to a running
 //!   broker.
 //!
 //! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
@@ -36,7 +35,7 @@
 //! let broker = Broker::start(
 //!     BrokerConfig::new(1, "127.0.0.1:9092".parse()?),
 //!     Box::new(|_| Ok(MemoryLog::new())), // LogStorage: FileLog for a data directory
-//!     MemoryIsrWriter::new(),             // IsrWriter: CoordinationIsrWriter on ZooKeeper
+//!     MemoryIsrWriter::new(),             // IsrWriter: glue::ZkIsrWriter on ZooKeeper
 //!     Arc::new(|_leader| None),           // where the other brokers listen
 //! )
 //! .await?;
@@ -47,13 +46,11 @@
 //! ```
 
 mod apis;
-mod isr_writer_zk;
 mod leader_link_tcp;
 mod node;
 mod replica_driver;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
-pub use isr_writer_zk::CoordinationIsrWriter;
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
