@@ -25,4 +25,4 @@ echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "==> cargo test (unit, property, fuzz-bounded, interop)"
-cargo test --workspace --all-features
+cargo test --workspace --all-features --no-fail-fast

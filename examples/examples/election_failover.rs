@@ -16,7 +16,9 @@
 //!   until one answers `Mode: leader`, which it does only once serving).
 //!
 //! Both run with tickTime 2000 ms, initLimit 10, syncLimit 5. Our peers use the default
-//! `ElectionConfig` (decide without the 200 ms finalize wait once every connected voter agrees).
+//! `ElectionConfig` (decide without the 200 ms finalize wait once every connected voter agrees)
+//! and a 100 ms start-up connect grace (the first round starts once every other voter is
+//! connected, at most 100 ms after start; on loopback that takes about a millisecond).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -144,6 +146,7 @@ async fn ours_run(n: usize) -> (Duration, Duration) {
             quorum: qv.clone(),
             election: ElectionConfig::default(),
             timing: Timing::default(),
+            connect_grace: Duration::from_millis(100),
         };
         let peer = QuorumPeer::new(pc, t, MemoryElectionStore::default())
             .await

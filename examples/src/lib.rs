@@ -2,3 +2,14 @@
 //!
 //! The reference composition of the ha-blocks crates into a Kafka broker, and the runnable
 //! examples in `examples/`.
+//!
+//! - [`broker`]: the reference broker — request dispatch (`KafkaApis`), the replication driver,
+//!   the TCP leader link and the `Broker` composition.
+//! - [`glue`]: the broker's side of the coordination store — ISR writes on the partition-state
+//!   znodes with ISR change notifications, and the broker's registration.
+//! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
+//!   request channel and handler workers, responses in request order.
+
+pub mod broker;
+pub mod glue;
+pub mod server;

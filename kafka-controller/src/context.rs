@@ -10,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
+
+use kafka_wire::Uuid;
 
 use crate::partition_state_machine::PartitionState;
 use crate::replica_state_machine::ReplicaState;
@@ -31,15 +34,15 @@ pub const EPOCH_DURING_DELETE: i32 = -2;
 /// A topic partition.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TopicPartition {
-    /// The topic name.
-    pub topic: String,
+    /// The topic name (shared: cloning a partition does not copy the name).
+    pub topic: Arc<str>,
     /// The partition index.
     pub partition: i32,
 }
 
 impl TopicPartition {
     /// A topic partition from a name and an index.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
         Self {
             topic: topic.into(),
             partition,
@@ -69,8 +72,21 @@ impl PartitionReplica {
     }
 }
 
-/// A registered broker: its id, its epoch (the czxid of `/brokers/ids/<id>`, KIP-380) and
-/// its rack if it has one.
+/// One listener of a broker, as in the `endpoints` of `/brokers/ids/<id>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    /// The listener name (e.g. `PLAINTEXT`).
+    pub listener: String,
+    /// Host name.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+    /// Kafka's security protocol id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL.
+    pub security_protocol: i16,
+}
+
+/// A registered broker: its id, its epoch (the czxid of `/brokers/ids/<id>`, KIP-380), its
+/// rack if it has one and its listeners.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerInfo {
     /// The broker id.
@@ -79,16 +95,38 @@ pub struct BrokerInfo {
     pub epoch: i64,
     /// The broker's rack (`broker.rack`), if set.
     pub rack: Option<String>,
+    /// The broker's listeners.
+    pub endpoints: Vec<BrokerEndpoint>,
 }
 
 impl BrokerInfo {
-    /// A broker without a rack.
+    /// A broker without a rack or listeners.
     pub fn new(id: BrokerId, epoch: i64) -> Self {
         Self {
             id,
             epoch,
             rack: None,
+            endpoints: Vec::new(),
         }
+    }
+
+    /// The same broker with a `PLAINTEXT` listener on `host:port`.
+    pub fn with_plaintext(mut self, host: &str, port: i32) -> Self {
+        self.endpoints.push(BrokerEndpoint {
+            listener: "PLAINTEXT".to_owned(),
+            host: host.to_owned(),
+            port,
+            security_protocol: 0,
+        });
+        self
+    }
+
+    /// The endpoint of `listener`, else the first one.
+    pub fn endpoint(&self, listener: &str) -> Option<&BrokerEndpoint> {
+        self.endpoints
+            .iter()
+            .find(|e| e.listener == listener)
+            .or_else(|| self.endpoints.first())
     }
 }
 
@@ -231,6 +269,18 @@ pub(crate) fn diff(a: &[BrokerId], b: &[BrokerId]) -> Vec<BrokerId> {
     a.iter().copied().filter(|r| !b.contains(r)).collect()
 }
 
+/// What changed in `/brokers/ids` (`processBrokerChange`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BrokerChange {
+    /// Brokers that appeared (run `onBrokerStartup`, K5).
+    pub new: Vec<BrokerInfo>,
+    /// Brokers whose znode vanished (run `onBrokerFailure`, K1).
+    pub dead: Vec<BrokerId>,
+    /// KIP-380: brokers registered again with a larger epoch (czxid) — they restarted within
+    /// one watch: run `onBrokerFailure` then `onBrokerStartup` for them.
+    pub bounced: Vec<BrokerInfo>,
+}
+
 /// The controller's in-memory cluster view (Kafka's `ControllerContext`).
 #[derive(Clone, Debug, Default)]
 pub struct ControllerContext {
@@ -240,13 +290,15 @@ pub struct ControllerContext {
     pub epoch: i32,
     /// The znode version of `/controller_epoch` that fences every write (KAFKA-NOTES §4.2).
     pub epoch_zk_version: i32,
-    /// K6.11 / KAFKA-NOTES §6: under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
+    /// KAFKA-NOTES §2 (KIP-704): under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
     /// `leader_recovery_state = RECOVERING` (KIP-704). Off by default (Kafka 2.8).
     pub leader_recovery_on_unclean: bool,
     brokers: BTreeMap<BrokerId, BrokerInfo>,
     shutting_down: BTreeSet<BrokerId>,
-    assignments: BTreeMap<String, BTreeMap<i32, ReplicaAssignment>>,
-    topic_ids: BTreeMap<String, String>,
+    /// `brokers` minus `shutting_down`, kept in step by the broker methods.
+    live: BTreeSet<BrokerId>,
+    assignments: BTreeMap<Arc<str>, BTreeMap<i32, ReplicaAssignment>>,
+    topic_ids: BTreeMap<String, Uuid>,
     unclean_topics: BTreeSet<String>,
     leadership: BTreeMap<TopicPartition, PartitionLeadership>,
     partition_states: BTreeMap<TopicPartition, PartitionState>,
@@ -271,19 +323,64 @@ impl ControllerContext {
 
     /// Registers (or re-registers with a new epoch) a live broker.
     pub fn add_live_broker(&mut self, broker: BrokerInfo) {
+        if !self.shutting_down.contains(&broker.id) {
+            self.live.insert(broker.id);
+        }
         self.brokers.insert(broker.id, broker);
     }
 
     /// Removes a broker that left (its znode vanished); it also stops shutting down.
     pub fn remove_live_broker(&mut self, id: BrokerId) -> Option<BrokerInfo> {
         self.shutting_down.remove(&id);
+        self.live.remove(&id);
         self.brokers.remove(&id)
+    }
+
+    /// K1 / K5 / KIP-380: compares the registered brokers with `current` (what
+    /// `/brokers/ids` holds now) without changing the context; apply the result with
+    /// [`Self::apply_broker_change`].
+    pub fn broker_change(&self, current: &[BrokerInfo]) -> BrokerChange {
+        let mut change = BrokerChange::default();
+        let mut seen = BTreeSet::new();
+        for b in current {
+            if !seen.insert(b.id) {
+                continue;
+            }
+            match self.brokers.get(&b.id) {
+                None => change.new.push(b.clone()),
+                Some(old) if b.epoch > old.epoch => change.bounced.push(b.clone()),
+                Some(_) => {}
+            }
+        }
+        change.dead = self
+            .brokers
+            .keys()
+            .copied()
+            .filter(|id| !seen.contains(id))
+            .collect();
+        change
+    }
+
+    /// Applies a [`BrokerChange`]: removes the dead, registers the new and the bounced (with
+    /// their new epochs; a bounced broker is no longer shutting down).
+    pub fn apply_broker_change(&mut self, change: &BrokerChange) {
+        for id in &change.dead {
+            self.remove_live_broker(*id);
+        }
+        for b in &change.bounced {
+            self.remove_live_broker(b.id);
+            self.add_live_broker(b.clone());
+        }
+        for b in &change.new {
+            self.add_live_broker(b.clone());
+        }
     }
 
     /// Marks a live broker as shutting down (controlled shutdown).
     pub fn mark_shutting_down(&mut self, id: BrokerId) {
         if self.brokers.contains_key(&id) {
             self.shutting_down.insert(id);
+            self.live.remove(&id);
         }
     }
 
@@ -298,12 +395,8 @@ impl ControllerContext {
     }
 
     /// Live brokers that are not shutting down (`liveBrokerIds`).
-    pub fn live_broker_ids(&self) -> BTreeSet<BrokerId> {
-        self.brokers
-            .keys()
-            .copied()
-            .filter(|id| !self.shutting_down.contains(id))
-            .collect()
+    pub fn live_broker_ids(&self) -> &BTreeSet<BrokerId> {
+        &self.live
     }
 
     /// Every registered broker, shutting down or not (`liveOrShuttingDownBrokerIds`).
@@ -323,7 +416,7 @@ impl ControllerContext {
 
     /// True if `id` is live and not shutting down.
     pub fn is_broker_live(&self, id: BrokerId) -> bool {
-        self.brokers.contains_key(&id) && !self.shutting_down.contains(&id)
+        self.live.contains(&id)
     }
 
     /// True if `id` is registered (live or shutting down).
@@ -346,7 +439,7 @@ impl ControllerContext {
     /// Sets the whole assignment of a topic (as loaded from `/brokers/topics/<t>`).
     pub fn set_topic_assignment(
         &mut self,
-        topic: impl Into<String>,
+        topic: impl Into<Arc<str>>,
         partitions: BTreeMap<i32, ReplicaAssignment>,
     ) {
         self.assignments.insert(topic.into(), partitions);
@@ -379,7 +472,7 @@ impl ControllerContext {
 
     /// Every known topic.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.assignments.keys().map(String::as_str)
+        self.assignments.keys().map(|t| &**t)
     }
 
     /// Every partition of every topic, ordered.
@@ -393,30 +486,55 @@ impl ControllerContext {
     /// Every partition of `topic`.
     pub fn partitions_for_topic(&self, topic: &str) -> Vec<TopicPartition> {
         self.assignments
-            .get(topic)
-            .map(|ps| ps.keys().map(|p| TopicPartition::new(topic, *p)).collect())
+            .get_key_value(topic)
+            .map(|(t, ps)| {
+                ps.keys()
+                    .map(|p| TopicPartition::new(t.clone(), *p))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// Every partition with a replica on `broker` (K1: `set_p` for a failed broker).
     pub fn partitions_on_broker(&self, broker: BrokerId) -> Vec<TopicPartition> {
-        self.all_partitions()
-            .into_iter()
-            .filter(|tp| self.partition_replicas(tp).contains(&broker))
+        self.assignments
+            .iter()
+            .flat_map(|(t, ps)| {
+                ps.iter()
+                    .filter(move |(_, a)| a.replicas.contains(&broker))
+                    .map(move |(p, _)| TopicPartition::new(t.clone(), *p))
+            })
             .collect()
     }
 
     /// Every replica hosted on any of `brokers`.
     pub fn replicas_on_brokers(&self, brokers: &BTreeSet<BrokerId>) -> Vec<PartitionReplica> {
         let mut out = Vec::new();
-        for tp in self.all_partitions() {
-            for r in self.partition_replicas(&tp) {
-                if brokers.contains(&r) {
-                    out.push(PartitionReplica::new(tp.clone(), r));
+        for (t, ps) in &self.assignments {
+            for (p, a) in ps {
+                for r in a.replicas.iter().filter(|r| brokers.contains(r)) {
+                    out.push(PartitionReplica::new(
+                        TopicPartition::new(t.clone(), *p),
+                        *r,
+                    ));
                 }
             }
         }
         out
+    }
+
+    /// Partitions with cached leadership whose leader is `broker`.
+    pub fn partitions_led_by(&self, broker: BrokerId) -> Vec<TopicPartition> {
+        self.leadership
+            .iter()
+            .filter(|(_, l)| l.leader == broker)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// Partitions with cached leadership, and that leadership.
+    pub fn leaderships(&self) -> impl Iterator<Item = (&TopicPartition, &PartitionLeadership)> {
+        self.leadership.iter()
     }
 
     /// Forgets a topic entirely (after deletion completes).
@@ -426,21 +544,21 @@ impl ControllerContext {
         self.unclean_topics.remove(topic);
         self.topics_to_delete.remove(topic);
         self.topics_ineligible_for_deletion.remove(topic);
-        self.leadership.retain(|tp, _| tp.topic != topic);
-        self.partition_states.retain(|tp, _| tp.topic != topic);
-        self.replica_states.retain(|r, _| r.tp.topic != topic);
+        self.leadership.retain(|tp, _| &*tp.topic != topic);
+        self.partition_states.retain(|tp, _| &*tp.topic != topic);
+        self.replica_states.retain(|r, _| &*r.tp.topic != topic);
         self.partitions_being_reassigned
-            .retain(|tp| tp.topic != topic);
+            .retain(|tp| &*tp.topic != topic);
     }
 
-    /// Records a topic's id (KIP-516, base64 UUID as in `/brokers/topics/<t>`).
-    pub fn set_topic_id(&mut self, topic: impl Into<String>, id: impl Into<String>) {
-        self.topic_ids.insert(topic.into(), id.into());
+    /// Records a topic's id (KIP-516; `/brokers/topics/<t>` holds it in base64).
+    pub fn set_topic_id(&mut self, topic: impl Into<String>, id: Uuid) {
+        self.topic_ids.insert(topic.into(), id);
     }
 
     /// The id of a topic, if known.
-    pub fn topic_id(&self, topic: &str) -> Option<&str> {
-        self.topic_ids.get(topic).map(String::as_str)
+    pub fn topic_id(&self, topic: &str) -> Option<Uuid> {
+        self.topic_ids.get(topic).copied()
     }
 
     /// Records the topic's `unclean.leader.election.enable` config (default false).

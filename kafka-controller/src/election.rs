@@ -170,14 +170,88 @@ pub fn elect_in_context(
 ) -> Option<ElectionResult> {
     let assignment = ctx.partition_assignment(tp)?;
     let target = assignment.target_replicas();
-    let live = ctx.live_broker_ids();
     let input = ElectionInput {
         assignment: &assignment.replicas,
         target_replicas: &target,
         isr: &current.isr,
-        live: &live,
+        live: ctx.live_broker_ids(),
         shutting_down: ctx.shutting_down_broker_ids(),
         unclean_enabled: ctx.unclean_leader_election_enabled(&tp.topic),
     };
     elect(strategy, &input)
+}
+
+/// Why a controlled-shutdown request is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlledShutdownError {
+    /// The broker is not registered.
+    #[error("broker {0} is not live")]
+    BrokerNotAvailable(BrokerId),
+    /// The request's broker epoch is older than the registered one (KIP-380).
+    #[error("stale broker epoch {got} for broker {broker}, current {current}")]
+    StaleBrokerEpoch {
+        /// The broker.
+        broker: BrokerId,
+        /// The epoch in the request.
+        got: i64,
+        /// The registered epoch.
+        current: i64,
+    },
+}
+
+/// The partitions a controlled shutdown acts on: those with more than one replica, with
+/// leadership, of topics not being deleted, split by whether the broker leads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControlledShutdownPlan {
+    /// Move these to Online with [`ElectionStrategy::ControlledShutdown`].
+    pub led: Vec<TopicPartition>,
+    /// Send StopReplica (no delete) to the broker for these, then move its replica to
+    /// OfflineReplica (ISR shrink).
+    pub followed: Vec<TopicPartition>,
+}
+
+/// `doControlledShutdown` steps 1–3: checks the request (a broker epoch of -1 skips the
+/// epoch check), marks the broker as shutting down and returns what to move.
+pub fn begin_controlled_shutdown(
+    ctx: &mut ControllerContext,
+    broker: BrokerId,
+    broker_epoch: i64,
+) -> Result<ControlledShutdownPlan, ControlledShutdownError> {
+    let current = ctx
+        .broker(broker)
+        .map(|b| b.epoch)
+        .ok_or(ControlledShutdownError::BrokerNotAvailable(broker))?;
+    if broker_epoch != -1 && broker_epoch < current {
+        return Err(ControlledShutdownError::StaleBrokerEpoch {
+            broker,
+            got: broker_epoch,
+            current,
+        });
+    }
+    ctx.mark_shutting_down(broker);
+    let mut plan = ControlledShutdownPlan::default();
+    for tp in ctx.partitions_on_broker(broker) {
+        if ctx.partition_replicas(&tp).len() <= 1 || ctx.is_topic_queued_for_deletion(&tp.topic) {
+            continue;
+        }
+        match ctx.leadership(&tp) {
+            Some(l) if l.leader == broker => plan.led.push(tp),
+            Some(_) => plan.followed.push(tp),
+            None => {}
+        }
+    }
+    Ok(plan)
+}
+
+/// `doControlledShutdown` step 5: the replicated partitions the broker still leads; the broker
+/// retries until this is empty.
+pub fn partitions_still_led(ctx: &ControllerContext, broker: BrokerId) -> Vec<TopicPartition> {
+    ctx.partitions_on_broker(broker)
+        .into_iter()
+        .filter(|tp| {
+            !ctx.is_topic_queued_for_deletion(&tp.topic)
+                && ctx.partition_replicas(tp).len() > 1
+                && ctx.leadership(tp).is_some_and(|l| l.leader == broker)
+        })
+        .collect()
 }

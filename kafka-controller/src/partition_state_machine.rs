@@ -385,13 +385,11 @@ pub fn trigger_online_partition_state_change(ctx: &mut ControllerContext) -> Par
 /// counts as offline here), of topics not queued for deletion (`partitionsWithOfflineLeader`,
 /// K1 step 1 of `onBrokerFailure`).
 pub fn partitions_with_offline_leader(ctx: &ControllerContext) -> Vec<TopicPartition> {
-    ctx.all_partitions()
-        .into_iter()
-        .filter(|tp| !ctx.is_topic_queued_for_deletion(&tp.topic))
-        .filter(|tp| {
-            ctx.leadership(tp)
-                .is_some_and(|l| !ctx.is_replica_online(l.leader, false))
+    ctx.leaderships()
+        .filter(|(tp, l)| {
+            !ctx.is_replica_online(l.leader, false) && !ctx.is_topic_queued_for_deletion(&tp.topic)
         })
+        .map(|(tp, _)| tp.clone())
         .collect()
 }
 

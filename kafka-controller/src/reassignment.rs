@@ -5,7 +5,8 @@
 //! RS = TRS ++ (ORS − TRS) with adding = TRS − ORS and removing = ORS − TRS (step 1, U1), and
 //! RS = TRS only at the very end (step 10): the store holds the only durable copy of ORS, so
 //! a successor controller can always recompute the reassignment from it
-//! ([`PartitionReassignment::from_context`]) and resume.
+//! ([`PartitionReassignment::from_context`]) and resume. SPEC.md's worked example lists AR as
+//! a set (1,2,3,4,5,6); in the store it is the list RS = 4,5,6,1,2,3.
 //!
 //! The steps, each one state-machine pass (send the batch after each):
 //!
@@ -159,7 +160,7 @@ pub struct TopicAssignmentWrite {
     /// The topic.
     pub topic: String,
     /// Its topic id, if known.
-    pub topic_id: Option<String>,
+    pub topic_id: Option<kafka_wire::Uuid>,
     /// Every partition's assignment.
     pub partitions: BTreeMap<i32, ReplicaAssignment>,
 }
@@ -172,8 +173,8 @@ fn topic_write_with(
     let mut partitions = ctx.topic_assignment(&tp.topic).cloned().unwrap_or_default();
     partitions.insert(tp.partition, assignment);
     TopicAssignmentWrite {
-        topic: tp.topic.clone(),
-        topic_id: ctx.topic_id(&tp.topic).map(str::to_owned),
+        topic: tp.topic.to_string(),
+        topic_id: ctx.topic_id(&tp.topic),
         partitions,
     }
 }

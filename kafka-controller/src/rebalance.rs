@@ -75,3 +75,46 @@ pub fn partitions_to_rebalance(ctx: &ControllerContext, percentage: u32) -> Vec<
         .filter(|tp| can_preferred_replica_lead(ctx, tp))
         .collect()
 }
+
+/// An admin preferred-replica election request (`/admin/preferred_replica_election` or the
+/// ElectLeaders API), split as Kafka's `processReplicaLeaderElection` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreferredElectionSplit {
+    /// Run the partition state machine to Online with the preferred strategy for these (a
+    /// failed election there means the preferred replica is not live or not in the ISR).
+    pub to_elect: Vec<TopicPartition>,
+    /// Already led by their preferred replica (`ELECTION_NOT_NEEDED`).
+    pub already_preferred: Vec<TopicPartition>,
+    /// Unknown, or without leadership (`UNKNOWN_TOPIC_OR_PARTITION`).
+    pub unknown: Vec<TopicPartition>,
+    /// Of topics queued for deletion (refused).
+    pub being_deleted: Vec<TopicPartition>,
+}
+
+/// Splits a preferred-election request over `partitions` (duplicates are dropped).
+pub fn split_preferred_election(
+    ctx: &ControllerContext,
+    partitions: &[TopicPartition],
+) -> PreferredElectionSplit {
+    let mut split = PreferredElectionSplit::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for tp in partitions {
+        if !seen.insert(tp) {
+            continue;
+        }
+        let (Some(lead), Some(&preferred)) =
+            (ctx.leadership(tp), ctx.partition_replicas(tp).first())
+        else {
+            split.unknown.push(tp.clone());
+            continue;
+        };
+        if ctx.is_topic_queued_for_deletion(&tp.topic) {
+            split.being_deleted.push(tp.clone());
+        } else if lead.leader == preferred {
+            split.already_preferred.push(tp.clone());
+        } else {
+            split.to_elect.push(tp.clone());
+        }
+    }
+    split
+}

@@ -6,6 +6,9 @@
 //! internal model; converting them to `kafka-wire` messages is a thin layer on top.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use kafka_wire::Uuid;
 
 use crate::context::{
     BrokerId, BrokerInfo, ControllerContext, LeaderRecoveryState, ReplicaAssignment,
@@ -93,7 +96,7 @@ pub enum ControlRequest {
         /// Partition states, ordered by partition.
         partitions: Vec<LeaderAndIsrPartitionState>,
         /// Topic ids of the topics named (KIP-516), where known.
-        topic_ids: BTreeMap<String, String>,
+        topic_ids: BTreeMap<Arc<str>, Uuid>,
         /// The brokers leading the partitions named (`liveLeaders`).
         live_leaders: Vec<BrokerInfo>,
     },
@@ -101,10 +104,13 @@ pub enum ControlRequest {
     UpdateMetadata {
         /// Controller id / epoch and the broker's epoch.
         header: ControlHeader,
-        /// Partition states (possibly none).
-        partitions: Vec<UpdateMetadataPartitionState>,
+        /// Partition states (possibly none); shared by the UpdateMetadata of every broker in
+        /// the pass.
+        partitions: Arc<[UpdateMetadataPartitionState]>,
+        /// Topic ids of the topics named (KIP-516), where known.
+        topic_ids: BTreeMap<Arc<str>, Uuid>,
         /// Every live-or-shutting-down broker.
-        live_brokers: Vec<BrokerInfo>,
+        live_brokers: Arc<[BrokerInfo]>,
     },
     /// StopReplica.
     StopReplica {
@@ -191,10 +197,8 @@ impl ControllerBrokerRequestBatch {
         let Some(lead) = ctx.leadership(tp) else {
             return;
         };
-        let assignment = ctx
-            .partition_assignment(tp)
-            .cloned()
-            .unwrap_or_else(ReplicaAssignment::default);
+        let empty = ReplicaAssignment::default();
+        let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
         for &b in brokers.iter().filter(|b| **b >= 0) {
             let per_broker = self.leader_and_isr.entry(b).or_default();
             let already_new = per_broker.get(tp).is_some_and(|s| s.is_new);
@@ -215,8 +219,9 @@ impl ControllerBrokerRequestBatch {
                 },
             );
         }
-        let all: Vec<BrokerId> = ctx.live_or_shutting_down_broker_ids().into_iter().collect();
-        self.add_update_metadata(ctx, &all, std::slice::from_ref(tp));
+        self.update_metadata_brokers
+            .extend(ctx.live_or_shutting_down_brokers().map(|b| b.id));
+        self.add_update_metadata(ctx, &[], std::slice::from_ref(tp));
     }
 
     /// Queues a StopReplica for `tp` to `brokers`; `delete` is OR-merged. The leader epoch is
@@ -313,10 +318,7 @@ impl ControllerBrokerRequestBatch {
                 .collect();
             let topic_ids = partitions
                 .iter()
-                .filter_map(|p| {
-                    ctx.topic_id(&p.tp.topic)
-                        .map(|id| (p.tp.topic.clone(), id.to_owned()))
-                })
+                .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
                 .collect();
             out.push(BrokerRequest {
                 broker,
@@ -328,9 +330,14 @@ impl ControllerBrokerRequestBatch {
                 },
             });
         }
-        let live_brokers: Vec<BrokerInfo> = ctx.live_or_shutting_down_brokers().cloned().collect();
-        let um_partitions: Vec<UpdateMetadataPartitionState> =
+        let live_brokers: Arc<[BrokerInfo]> =
+            ctx.live_or_shutting_down_brokers().cloned().collect();
+        let um_partitions: Arc<[UpdateMetadataPartitionState]> =
             batch.update_metadata_partitions.into_values().collect();
+        let um_topic_ids: BTreeMap<Arc<str>, Uuid> = um_partitions
+            .iter()
+            .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
+            .collect();
         for broker in batch.update_metadata_brokers {
             if !ctx.is_live_or_shutting_down(broker) {
                 continue;
@@ -340,6 +347,7 @@ impl ControllerBrokerRequestBatch {
                 request: ControlRequest::UpdateMetadata {
                     header: header(broker),
                     partitions: um_partitions.clone(),
+                    topic_ids: um_topic_ids.clone(),
                     live_brokers: live_brokers.clone(),
                 },
             });
@@ -357,5 +365,319 @@ impl ControllerBrokerRequestBatch {
             });
         }
         out
+    }
+}
+
+// ---- conversion to kafka-wire messages ----------------------------------------------------
+
+use kafka_wire::messages::leader_and_isr_request as lai;
+use kafka_wire::messages::stop_replica_request as sr;
+use kafka_wire::messages::update_metadata_request as um;
+use kafka_wire::{Message, RequestBody};
+
+/// The wire versions the controller speaks to brokers (chosen from the inter-broker protocol
+/// version).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlVersions {
+    /// LeaderAndIsr version.
+    pub leader_and_isr: i16,
+    /// UpdateMetadata version.
+    pub update_metadata: i16,
+    /// StopReplica version.
+    pub stop_replica: i16,
+}
+
+impl ControlVersions {
+    /// What a Kafka 2.8 controller sends (IBP 2.8): LeaderAndIsr v5, UpdateMetadata v7,
+    /// StopReplica v3.
+    pub const KAFKA_2_8: Self = Self {
+        leader_and_isr: 5,
+        update_metadata: 7,
+        stop_replica: 3,
+    };
+    /// What a ZooKeeper-mode Kafka 3.9 controller sends without migration: LeaderAndIsr v6
+    /// (KIP-704 leader recovery state), UpdateMetadata v7, StopReplica v3.
+    pub const KAFKA_3_9: Self = Self {
+        leader_and_isr: 6,
+        update_metadata: 7,
+        stop_replica: 3,
+    };
+}
+
+/// Why a control request cannot be put on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireConversionError {
+    /// The requested version does not exist for the message.
+    #[error("{message} has no version {version}")]
+    UnsupportedVersion {
+        /// The message name.
+        message: &'static str,
+        /// The requested version.
+        version: i16,
+    },
+}
+
+fn check_version<M: Message>(
+    message: &'static str,
+    version: i16,
+) -> Result<(), WireConversionError> {
+    if (M::MIN_VERSION..=M::MAX_VERSION).contains(&version) {
+        Ok(())
+    } else {
+        Err(WireConversionError::UnsupportedVersion { message, version })
+    }
+}
+
+/// Groups consecutive items by topic (the partitions of a request are ordered by topic).
+fn by_topic<T>(items: &[T], topic: impl Fn(&T) -> &str) -> Vec<(&str, Vec<&T>)> {
+    let mut out: Vec<(&str, Vec<&T>)> = Vec::new();
+    for item in items {
+        match out.last_mut() {
+            Some((t, group)) if *t == topic(item) => group.push(item),
+            _ => out.push((topic(item), vec![item])),
+        }
+    }
+    out
+}
+
+impl ControlRequest {
+    /// Converts to `kafka-wire` request bodies at `versions`, filling only the fields each
+    /// version carries. Live leaders and UpdateMetadata v0 brokers use the endpoint of
+    /// `listener` (the inter-broker listener), else a broker's first endpoint; a live leader
+    /// without any endpoint is left out. StopReplica below v3 cannot mix delete flags, so it
+    /// becomes one request per flag (Kafka does the same); every other request stays one.
+    pub fn to_wire(
+        &self,
+        versions: ControlVersions,
+        listener: &str,
+    ) -> Result<Vec<(i16, RequestBody)>, WireConversionError> {
+        match self {
+            Self::LeaderAndIsr {
+                header,
+                partitions,
+                topic_ids,
+                live_leaders,
+            } => {
+                let v = versions.leader_and_isr;
+                check_version::<kafka_wire::messages::LeaderAndIsrRequest>("LeaderAndIsr", v)?;
+                let state = |p: &LeaderAndIsrPartitionState| lai::LeaderAndIsrPartitionState {
+                    topic_name: if v <= 1 {
+                        bytestring::ByteString::from(&*p.tp.topic)
+                    } else {
+                        Default::default()
+                    },
+                    partition_index: p.tp.partition,
+                    controller_epoch: p.controller_epoch,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone().into(),
+                    partition_epoch: p.partition_epoch,
+                    replicas: p.replicas.clone().into(),
+                    adding_replicas: if v >= 3 {
+                        p.adding_replicas.clone().into()
+                    } else {
+                        Vec::new().into()
+                    },
+                    removing_replicas: if v >= 3 {
+                        p.removing_replicas.clone().into()
+                    } else {
+                        Vec::new().into()
+                    },
+                    is_new: v >= 1 && p.is_new,
+                    leader_recovery_state: match p.leader_recovery_state {
+                        LeaderRecoveryState::Recovering if v >= 6 => 1,
+                        _ => 0,
+                    },
+                    unknown_tagged_fields: Default::default(),
+                };
+                let mut req = kafka_wire::messages::LeaderAndIsrRequest {
+                    controller_id: header.controller_id,
+                    controller_epoch: header.controller_epoch,
+                    broker_epoch: if v >= 2 { header.broker_epoch } else { -1 },
+                    ..Default::default()
+                };
+                if v <= 1 {
+                    req.ungrouped_partition_states = partitions.iter().map(state).collect();
+                } else {
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
+                        .into_iter()
+                        .map(|(topic, ps)| lai::LeaderAndIsrTopicState {
+                            topic_name: topic.into(),
+                            topic_id: if v >= 5 {
+                                topic_ids.get(topic).copied().unwrap_or(Uuid::ZERO)
+                            } else {
+                                Uuid::ZERO
+                            },
+                            partition_states: ps.into_iter().map(state).collect(),
+                            unknown_tagged_fields: Default::default(),
+                        })
+                        .collect();
+                }
+                req.live_leaders = live_leaders
+                    .iter()
+                    .filter_map(|b| {
+                        b.endpoint(listener).map(|e| lai::LeaderAndIsrLiveLeader {
+                            broker_id: b.id,
+                            host_name: e.host.as_str().into(),
+                            port: e.port,
+                            unknown_tagged_fields: Default::default(),
+                        })
+                    })
+                    .collect();
+                Ok(vec![(v, RequestBody::LeaderAndIsr(req))])
+            }
+            Self::UpdateMetadata {
+                header,
+                partitions,
+                topic_ids,
+                live_brokers,
+            } => {
+                let v = versions.update_metadata;
+                check_version::<kafka_wire::messages::UpdateMetadataRequest>("UpdateMetadata", v)?;
+                let state = |p: &UpdateMetadataPartitionState| um::UpdateMetadataPartitionState {
+                    topic_name: if v <= 4 {
+                        bytestring::ByteString::from(&*p.tp.topic)
+                    } else {
+                        Default::default()
+                    },
+                    partition_index: p.tp.partition,
+                    controller_epoch: p.controller_epoch,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone().into(),
+                    zk_version: p.zk_version,
+                    replicas: p.replicas.clone().into(),
+                    offline_replicas: if v >= 4 {
+                        p.offline_replicas.clone().into()
+                    } else {
+                        Vec::new().into()
+                    },
+                    unknown_tagged_fields: Default::default(),
+                };
+                let mut req = kafka_wire::messages::UpdateMetadataRequest {
+                    controller_id: header.controller_id,
+                    controller_epoch: header.controller_epoch,
+                    broker_epoch: if v >= 5 { header.broker_epoch } else { -1 },
+                    ..Default::default()
+                };
+                if v <= 4 {
+                    req.ungrouped_partition_states = partitions.iter().map(state).collect();
+                } else {
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
+                        .into_iter()
+                        .map(|(topic, ps)| um::UpdateMetadataTopicState {
+                            topic_name: topic.into(),
+                            topic_id: if v >= 7 {
+                                topic_ids.get(topic).copied().unwrap_or(Uuid::ZERO)
+                            } else {
+                                Uuid::ZERO
+                            },
+                            partition_states: ps.into_iter().map(state).collect(),
+                            unknown_tagged_fields: Default::default(),
+                        })
+                        .collect();
+                }
+                req.live_brokers = live_brokers
+                    .iter()
+                    .map(|b| {
+                        let mut broker = um::UpdateMetadataBroker {
+                            id: b.id,
+                            ..Default::default()
+                        };
+                        if v >= 2 {
+                            broker.rack = b.rack.as_deref().map(Into::into);
+                        }
+                        if v == 0 {
+                            if let Some(e) = b.endpoint(listener) {
+                                broker.v0_host = e.host.as_str().into();
+                                broker.v0_port = e.port;
+                            }
+                        } else {
+                            broker.endpoints = b
+                                .endpoints
+                                .iter()
+                                .map(|e| um::UpdateMetadataEndpoint {
+                                    port: e.port,
+                                    host: e.host.as_str().into(),
+                                    listener: if v >= 3 {
+                                        e.listener.as_str().into()
+                                    } else {
+                                        Default::default()
+                                    },
+                                    security_protocol: e.security_protocol,
+                                    unknown_tagged_fields: Default::default(),
+                                })
+                                .collect();
+                        }
+                        broker
+                    })
+                    .collect();
+                Ok(vec![(v, RequestBody::UpdateMetadata(req))])
+            }
+            Self::StopReplica { header, partitions } => {
+                let v = versions.stop_replica;
+                check_version::<kafka_wire::messages::StopReplicaRequest>("StopReplica", v)?;
+                let base = kafka_wire::messages::StopReplicaRequest {
+                    controller_id: header.controller_id,
+                    controller_epoch: header.controller_epoch,
+                    broker_epoch: if v >= 1 { header.broker_epoch } else { -1 },
+                    ..Default::default()
+                };
+                if v >= 3 {
+                    let mut req = base;
+                    req.topic_states = by_topic(partitions, |p| &*p.tp.topic)
+                        .into_iter()
+                        .map(|(topic, ps)| sr::StopReplicaTopicState {
+                            topic_name: topic.into(),
+                            partition_states: ps
+                                .into_iter()
+                                .map(|p| sr::StopReplicaPartitionState {
+                                    partition_index: p.tp.partition,
+                                    leader_epoch: p.leader_epoch,
+                                    delete_partition: p.delete,
+                                    unknown_tagged_fields: Default::default(),
+                                })
+                                .collect(),
+                            unknown_tagged_fields: Default::default(),
+                        })
+                        .collect();
+                    return Ok(vec![(v, RequestBody::StopReplica(req))]);
+                }
+                let mut out = Vec::new();
+                for delete in [false, true] {
+                    let group: Vec<StopReplicaPartitionState> = partitions
+                        .iter()
+                        .filter(|p| p.delete == delete)
+                        .cloned()
+                        .collect();
+                    if group.is_empty() {
+                        continue;
+                    }
+                    let mut req = base.clone();
+                    req.delete_partitions = delete;
+                    if v == 0 {
+                        req.ungrouped_partitions = group
+                            .iter()
+                            .map(|p| sr::StopReplicaPartitionV0 {
+                                topic_name: bytestring::ByteString::from(&*p.tp.topic),
+                                partition_index: p.tp.partition,
+                                unknown_tagged_fields: Default::default(),
+                            })
+                            .collect();
+                    } else {
+                        req.topics = by_topic(&group, |p| &*p.tp.topic)
+                            .into_iter()
+                            .map(|(topic, ps)| sr::StopReplicaTopicV1 {
+                                name: topic.into(),
+                                partition_indexes: ps.into_iter().map(|p| p.tp.partition).collect(),
+                                unknown_tagged_fields: Default::default(),
+                            })
+                            .collect();
+                    }
+                    out.push((v, RequestBody::StopReplica(req)));
+                }
+                Ok(out)
+            }
+        }
     }
 }

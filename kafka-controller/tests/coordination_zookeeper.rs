@@ -1,5 +1,6 @@
-//! The coordination conformance suite against a real ZooKeeper 3.8 server started by
-//! `ha-testkit`, plus reconnection after a server restart. Fails under `CI` when ZooKeeper is
+//! The coordination conformance suite against real ZooKeeper 3.8 (a standalone server and a
+//! three-server ensemble) started by `ha-testkit`, plus reconnection after a server restart or
+//! the loss of the ensemble leader, and controller fail-over on session expiry. Fails under `CI` when ZooKeeper is
 //! missing; skips with a notice otherwise.
 
 use std::sync::{Arc, Mutex, Weak};
@@ -16,9 +17,11 @@ use kafka_controller::coordination::{
 
 /// Each client connects through its own pausable proxy, so a test can cut it off and close
 /// its session from a direct connection without the client's reconnection racing it.
+/// Clients are spread over the ensemble's servers in turn.
 struct ZkHarness {
     direct: String,
-    zk_port: u16,
+    zk_ports: Vec<u16>,
+    next: std::sync::atomic::AtomicUsize,
     // Weak: a case that drops its client must close the session.
     clients: Mutex<Vec<(Weak<ZooKeeperCoordination>, Arc<TcpProxy>)>>,
 }
@@ -27,13 +30,23 @@ impl ZkHarness {
     fn new(zk: &ZkEnsemble) -> Result<ZkHarness, ha_testkit::TestkitError> {
         Ok(ZkHarness {
             direct: zk.connect_string(),
-            zk_port: zk.client_port(1)?,
+            zk_ports: zk
+                .sids()
+                .into_iter()
+                .map(|sid| zk.client_port(sid))
+                .collect::<Result<_, _>>()?,
+            next: std::sync::atomic::AtomicUsize::new(0),
             clients: Mutex::new(Vec::new()),
         })
     }
 }
 
 impl ZkHarness {
+    fn next_port(&self) -> u16 {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.zk_ports[i % self.zk_ports.len()]
+    }
+
     fn proxy_of(&self, session: SessionId) -> Option<Arc<TcpProxy>> {
         self.clients
             .lock()
@@ -56,7 +69,7 @@ fn options() -> ZooKeeperOptions {
 impl ConformanceHarness for ZkHarness {
     async fn connect(&self) -> Result<Arc<dyn Coordination>, CoordinationError> {
         let proxy = Arc::new(
-            TcpProxy::to_local_port(self.zk_port)
+            TcpProxy::to_local_port(self.next_port())
                 .map_err(|e| CoordinationError::Backend(e.to_string()))?,
         );
         let client =
@@ -97,13 +110,9 @@ impl ConformanceHarness for ZkHarness {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error::Error>> {
-    if !require_zookeeper("conformance_suite_on_real_zookeeper")? {
-        return Ok(());
-    }
-    let zk = ZkEnsemble::standalone()?;
-    let h = ZkHarness::new(&zk)?;
+/// Runs every conformance case on `zk`, reporting each, failing with the list of failures.
+async fn run_suite(zk: &ZkEnsemble) -> Result<(), Box<dyn std::error::Error>> {
+    let h = ZkHarness::new(zk)?;
     let mut failures = Vec::new();
     macro_rules! case {
         ($name:ident) => {
@@ -138,6 +147,22 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
         failures.join("\n")
     );
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("conformance_suite_on_real_zookeeper")? {
+        return Ok(());
+    }
+    run_suite(&ZkEnsemble::standalone()?).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_on_a_three_server_ensemble() -> Result<(), Box<dyn std::error::Error>> {
+    if !require_zookeeper("conformance_suite_on_a_three_server_ensemble")? {
+        return Ok(());
+    }
+    run_suite(&ZkEnsemble::start(3)?).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -414,3 +414,31 @@ fn k6_8_failover_initial_states_follow_leader_liveness() {
     let pass = trigger_online_partition_state_change(&mut ctx);
     assert!(pass.elections.is_empty() && pass.initializations.is_empty());
 }
+
+#[test]
+fn kip_704_unclean_leader_starts_recovering_when_enabled() {
+    use kafka_controller::context::LeaderRecoveryState;
+    for kip_704 in [false, true] {
+        let mut ctx = context(&[2, 3]);
+        ctx.leader_recovery_on_unclean = kip_704;
+        let mut store = FakeStore::default();
+        add_partition(&mut ctx, &mut store, "t", 0, &[1, 2, 3], Some((1, &[1])));
+        let planned = plan_election(
+            &ctx,
+            &tp("t", 0),
+            store.states.get(&tp("t", 0)),
+            ElectionStrategy::Offline {
+                allow_unclean: true,
+            },
+        )
+        .unwrap();
+        assert!(planned.unclean);
+        let want = if kip_704 {
+            LeaderRecoveryState::Recovering
+        } else {
+            LeaderRecoveryState::Recovered
+        };
+        assert_eq!(planned.write.leadership.leader_recovery_state, want);
+        assert_eq!(planned.write.leadership.isr, vec![2]);
+    }
+}

@@ -437,3 +437,37 @@ fn k7_u3_replacing_a_reassignment_stops_unneeded_adding_replicas() {
         ReplicaState::NonExistent
     );
 }
+
+#[test]
+fn k7_step_7_dead_leader_in_rar_is_replaced_by_election() {
+    let mut ctx = context(&[1, 2, 3, 4]);
+    let mut store = FakeStore::default();
+    add_partition(
+        &mut ctx,
+        &mut store,
+        "t",
+        0,
+        &[1, 2, 3],
+        Some((2, &[1, 2, 3, 4])),
+    );
+    initialize_partition_states(&mut ctx);
+    let r = PartitionReassignment::new(&ctx, &tp("t", 0), &[2, 3, 4]).unwrap();
+    step_1_apply(&mut ctx, &r);
+    step_6_cache_target(&mut ctx, &r);
+    assert_eq!(step_7_leader_move(&ctx, &r), LeaderMove::BumpEpoch);
+    ctx.remove_live_broker(2);
+    assert_eq!(step_7_leader_move(&ctx, &r), LeaderMove::Elect);
+    let pass = partition_changes(
+        &mut ctx,
+        &[tp("t", 0)],
+        PartitionState::Online,
+        Some(ElectionStrategy::Reassign),
+    );
+    let mut batch = ControllerBrokerRequestBatch::new();
+    let run = run_partition_pass(&mut ctx, &mut batch, &mut store, &pass);
+    assert_eq!(
+        run.elected[&tp("t", 0)].leader,
+        3,
+        "first live target replica in the ISR"
+    );
+}

@@ -59,3 +59,52 @@ fn k6_11_dead_preferred_replicas_and_deleted_topics_are_skipped() {
     );
     assert!(!imbalance_by_broker(&ctx).contains_key(&3));
 }
+
+#[test]
+fn admin_preferred_election_splits_the_request() {
+    use kafka_controller::election::ElectionStrategy;
+    use kafka_controller::partition_state_machine::{
+        handle_state_changes, initialize_partition_states, PartitionState,
+    };
+    use kafka_controller::rebalance::split_preferred_election;
+    use kafka_controller::request_batch::ControllerBrokerRequestBatch;
+
+    let mut ctx = context(&[1, 2, 3]);
+    let mut store = FakeStore::default();
+    add_partition(&mut ctx, &mut store, "t", 0, &[1, 2], Some((2, &[1, 2])));
+    add_partition(&mut ctx, &mut store, "t", 1, &[1, 2], Some((1, &[1, 2])));
+    add_partition(&mut ctx, &mut store, "t", 2, &[3, 2], Some((2, &[2])));
+    add_partition(&mut ctx, &mut store, "d", 0, &[1, 2], Some((2, &[1, 2])));
+    ctx.queue_topic_for_deletion("d");
+    initialize_partition_states(&mut ctx);
+    let asked = [
+        tp("t", 0),
+        tp("t", 1),
+        tp("t", 2),
+        tp("d", 0),
+        tp("x", 0),
+        tp("t", 0),
+    ];
+    let split = split_preferred_election(&ctx, &asked);
+    assert_eq!(split.to_elect, vec![tp("t", 0), tp("t", 2)]);
+    assert_eq!(split.already_preferred, vec![tp("t", 1)]);
+    assert_eq!(split.being_deleted, vec![tp("d", 0)]);
+    assert_eq!(split.unknown, vec![tp("x", 0)]);
+    let pass = handle_state_changes(
+        &mut ctx,
+        &split.to_elect,
+        PartitionState::Online,
+        Some(ElectionStrategy::Preferred),
+    );
+    let mut batch = ControllerBrokerRequestBatch::new();
+    let run = run_partition_pass(&mut ctx, &mut batch, &mut store, &pass);
+    let l = &run.elected[&tp("t", 0)];
+    assert_eq!(
+        (l.leader, l.leader_epoch, l.isr.clone()),
+        (1, 4, vec![1, 2])
+    );
+    assert!(
+        run.failed.contains_key(&tp("t", 2)),
+        "preferred replica 3 is not in the ISR"
+    );
+}

@@ -29,7 +29,7 @@ fn cluster() -> (kafka_controller::context::ControllerContext, FakeStore) {
         Some((2, &[2, 3, 1])),
     );
     add_partition(&mut ctx, &mut store, "b", 0, &[3, 4], Some((3, &[3])));
-    ctx.set_topic_id("a", "AAAAAAAAAAAAAAAAAAAAAA");
+    ctx.set_topic_id("a", kafka_wire::Uuid::from_u128(0xa));
     (ctx, store)
 }
 
@@ -76,7 +76,7 @@ fn k1_4_one_request_of_each_kind_per_broker_in_order() {
                 ..
             } => {
                 assert_eq!(partitions.len(), 2);
-                assert_eq!(topic_ids["a"], "AAAAAAAAAAAAAAAAAAAAAA");
+                assert_eq!(topic_ids["a"], kafka_wire::Uuid::from_u128(0xa));
                 let leaders: Vec<BrokerId> = live_leaders.iter().map(|b| b.id).collect();
                 assert_eq!(leaders, vec![1, 2]);
             }
@@ -158,11 +158,11 @@ fn k2_1_topics_being_deleted_carry_leader_minus_two_and_epoch_minus_two() {
     let ControlRequest::UpdateMetadata { partitions, .. } = &reqs[0].request else {
         panic!()
     };
-    let leaders: Vec<(String, BrokerId)> = partitions
+    let leaders: Vec<(&str, BrokerId)> = partitions
         .iter()
-        .map(|p| (p.tp.topic.clone(), p.leader))
+        .map(|p| (&*p.tp.topic, p.leader))
         .collect();
-    assert_eq!(leaders, vec![("a".to_owned(), -2), ("b".to_owned(), 3)]);
+    assert_eq!(leaders, vec![("a", -2), ("b", 3)]);
     let ControlRequest::StopReplica { partitions, .. } = &reqs[1].request else {
         panic!()
     };

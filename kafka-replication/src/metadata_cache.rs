@@ -113,6 +113,13 @@ impl MetadataCache {
         self.topic_ids.get(topic).copied()
     }
 
+    /// Every partition state known, in no particular order.
+    pub fn partitions(
+        &self,
+    ) -> impl Iterator<Item = (&TopicPartition, &UpdateMetadataPartitionState)> {
+        self.partitions.iter()
+    }
+
     /// Number of partitions known.
     pub fn partition_count(&self) -> usize {
         self.partitions.len()

@@ -238,6 +238,11 @@ impl<L: LogStorage> ReplicaManager<L> {
         self.controller_epoch
     }
 
+    /// The id of this broker.
+    pub fn broker_id(&self) -> BrokerId {
+        self.broker
+    }
+
     /// Number of fetches waiting in the purgatory.
     pub fn delayed_fetches(&self) -> usize {
         self.fetch_purgatory.waiting()

@@ -234,6 +234,28 @@ fn lagging_looking_voter_gets_our_proposal_of_the_current_round() {
     assert_eq!(s[0].1.state, ServerState::Looking);
 }
 
+/// ZooKeeper 3.8 lets a LOOKING observer answer a lagging LOOKING voter; the voter answers
+/// that as a non-voter's message, and the two bounce messages while the voter lags. The
+/// observer's reply is useless (a voter never queues it), so ours does not send it.
+#[test]
+fn observer_does_not_answer_a_lagging_voter() {
+    let t0 = Instant::now();
+    let mut obs = core(9, &[1, 2, 3], &[9], zk(), data(0, 0));
+    obs.start(t0);
+    obs.handle_notification(t0, sid(3), looking(3, Zxid::ZERO, 4, 0));
+    actions(&mut obs);
+    assert_eq!(obs.logical_clock(), 4);
+    obs.handle_notification(t0, sid(1), looking(1, Zxid::ZERO, 2, 0));
+    assert!(sends(&actions(&mut obs)).is_empty());
+    // a voter does answer (the rule itself is tested above)
+    let mut voter = core(2, &[1, 2, 3], &[9], zk(), data(0, 0));
+    voter.start(t0);
+    voter.handle_notification(t0, sid(3), looking(3, Zxid::ZERO, 4, 0));
+    actions(&mut voter);
+    voter.handle_notification(t0, sid(1), looking(1, Zxid::ZERO, 2, 0));
+    assert_eq!(sends(&actions(&mut voter)).len(), 1);
+}
+
 #[test]
 fn higher_round_clears_votes_and_compares_with_the_initial_vote() {
     let t0 = Instant::now();

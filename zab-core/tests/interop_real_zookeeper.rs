@@ -130,6 +130,7 @@ async fn mixed_ensemble(
             init_limit: 10,
             sync_limit: 5,
         },
+        connect_grace: Duration::from_millis(100),
     };
     let store = MemoryElectionStore::default();
     let peer = QuorumPeer::new(cfg, tcp, store.clone())

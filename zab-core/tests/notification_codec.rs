@@ -185,6 +185,8 @@ fn fuzz_decode_never_panics_and_reencodes() {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
     #[test]
     fn every_field_round_trips(state in 0i32..4, leader: i64, zxid: i64, round: i64, pe: i64, v in 0i64..1000) {
         let n = Notification {

@@ -234,6 +234,7 @@ fn z6_learner_leaves_a_leader_silent_for_sync_limit_ticks() {
     let mut f = learner(t, epochs(0, 0, 0));
     for p in [
         QuorumPacket::with_data(packet_type::LEADERINFO, 1 << 32, i32_payload(0x10000)),
+        QuorumPacket::new(packet_type::DIFF, 0),
         QuorumPacket::new(packet_type::NEWLEADER, 1 << 32),
         QuorumPacket::new(packet_type::UPTODATE, -1),
     ] {

@@ -205,3 +205,24 @@ async fn z1_peer_on_a_file_store_restarts_with_its_epochs() {
     let (leader, epoch2) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
     assert_eq!((leader, epoch2), (ServerId(3), epoch));
 }
+
+#[tokio::test]
+async fn z7_election_completes_over_delayed_and_lossy_links() {
+    use zab_core::transport::{LinkVerdict, MessageKind};
+    let net = MemoryNetwork::new();
+    // Every message takes 20 ms; election messages from 1 to 3 are lost.
+    net.set_filter(|from, to, kind| {
+        if from == ServerId(1) && to == ServerId(3) && kind == MessageKind::Election {
+            LinkVerdict::Drop
+        } else {
+            LinkVerdict::Delay(Duration::from_millis(20))
+        }
+    });
+    let voters = [1, 2, 3];
+    let mut h = Vec::new();
+    for sid in voters {
+        h.push(start(&net, sid, &voters, &[], &MemoryElectionStore::default()).await);
+    }
+    let (leader, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    assert_eq!((leader, epoch), (ServerId(3), 1));
+}

@@ -44,6 +44,20 @@
 //! # Ok::<(), CoordinationError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # On a real ZooKeeper (feature `zookeeper`)
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//! use kafka_controller::coordination::{Coordination, ZooKeeperCoordination};
+//!
+//! let zk: Arc<dyn Coordination> =
+//!     Arc::new(ZooKeeperCoordination::connect("127.0.0.1:2181,127.0.0.1:2182/kafka").await?);
+//! let mut events = zk.events(); // watches + Connected / Disconnected / Expired
+//! ```
+//!
+//! The Kafka layout on top of either backend is in [`crate::zk_data`] (paths, JSON, and
+//! `KafkaZkClient`: controller election, fenced writes, broker registration).
 
 #[cfg(feature = "testing")]
 pub mod conformance;

@@ -72,6 +72,15 @@ pub trait Coordination: Send + Sync {
     /// watch. Errors: `NoNode`.
     async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError>;
 
+    /// Makes this client's later reads see every write committed before the call (ZooKeeper's
+    /// `sync`: the server this client talks to catches up with the leader). Needed only where
+    /// a client must read what *another* client wrote, without a watch event in between. The
+    /// default does nothing, which is right for a linearizable store.
+    async fn sync(&self, path: &str) -> Result<(), CoordinationError> {
+        let _ = path;
+        Ok(())
+    }
+
     /// Applies `ops` atomically, all or nothing, as one transaction. On failure returns
     /// [`CoordinationError::MultiOpFailed`] with the index and error of the first failing
     /// operation and changes nothing. An empty `ops` succeeds with no results.

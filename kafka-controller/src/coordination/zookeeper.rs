@@ -585,6 +585,12 @@ impl Coordination for ZooKeeperCoordination {
         Ok(children)
     }
 
+    async fn sync(&self, path: &str) -> Result<(), CoordinationError> {
+        validate_path(path, false)?;
+        let client = self.client();
+        client.sync(path).await.map_err(|e| map_error(e, path))
+    }
+
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, CoordinationError> {
         for (index, op) in ops.iter().enumerate() {
             validate_op(op).map_err(|error| CoordinationError::MultiOpFailed {

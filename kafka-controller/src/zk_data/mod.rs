@@ -19,6 +19,32 @@
 //! );
 //! # Ok::<(), kafka_controller::zk_data::ZkDataError>(())
 //! ```
+//!
+//! [`KafkaZkClient`] performs Kafka's reads and writes over any
+//! [`Coordination`](crate::coordination::Coordination):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kafka_controller::coordination::MemoryTree;
+//! use kafka_controller::zk_data::{BrokerRegistration, Campaign, KafkaZkClient};
+//!
+//! # futures::executor::block_on(async {
+//! let tree = MemoryTree::new();
+//! let broker = KafkaZkClient::new(Arc::new(tree.connect()));
+//! broker.create_persistent_paths().await?;
+//! // KIP-380: the broker epoch is the registration's czxid.
+//! let broker_epoch = broker
+//!     .register_broker(1, &BrokerRegistration::plaintext("h1", 9092, None, 0))
+//!     .await?;
+//! // K6.1: /controller and the epoch bump in one transaction.
+//! let Campaign::Elected(epoch) = broker.campaign(1, 0).await? else { unreachable!() };
+//! assert_eq!(epoch.epoch, 1);
+//! // Every controller write is fenced by the epoch's znode version.
+//! broker.fenced_multi(epoch, vec![]).await?;
+//! # let _ = broker_epoch;
+//! # Ok::<(), kafka_controller::zk_data::KafkaZkError>(())
+//! # }).unwrap();
+//! ```
 
 mod admin;
 mod broker;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::broadcast::BroadcastAction;
 use crate::discovery::QuorumPacket;
 use crate::types::ServerId;
 
@@ -28,6 +29,11 @@ pub enum DiscoveryAction {
         /// The established epoch.
         epoch: i64,
     },
+    /// A synchronisation or broadcast step for the transaction log or state machine (log,
+    /// apply, truncate, restore a snapshot, a `sync` barrier done), carried out in order with
+    /// the others. Never a `Send`, `PersistCurrentEpoch`, `Established` or `Abandon`: those
+    /// are mapped to the variants above.
+    Zab(BroadcastAction),
     /// Give up and go back to LOOKING (Z6, Z8).
     Abandon {
         /// Why.

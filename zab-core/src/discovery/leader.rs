@@ -5,7 +5,9 @@
 //!    contain a quorum, propose `max(acceptedEpoch) + 1`, persist it as our `acceptedEpoch` and
 //!    send LEADERINFO.
 //! 2. Collect ACKEPOCH (`currentEpoch`, last zxid); a learner more recent than us is refused.
-//!    Once a quorum acknowledged, persist `currentEpoch` and send (empty) DIFF + NEWLEADER.
+//!    Once a quorum acknowledged, persist `currentEpoch` and sync each learner: DIFF / TRUNC /
+//!    SNAP chosen from the history given with [`LeaderDiscovery::set_history`] (an empty DIFF
+//!    without one), the transactions, then NEWLEADER (ZOOKEEPER-3104).
 //! 3. Once a quorum acknowledged NEWLEADER the epoch is established; send UPTODATE.
 //! 4. Ping every half tick; a learner silent for `syncLimit` ticks is dropped; without a quorum
 //!    of live learners the leader steps down. Nothing is established without a quorum within
@@ -21,9 +23,12 @@ use tracing::{debug, info, warn};
 use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
 use super::packet::{decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION};
 use super::QuorumPacket;
+use crate::broadcast::{choose_sync, leader_sync_packets};
 use crate::quorum::QuorumVerifier;
 use crate::store::PersistedEpochs;
+use crate::txnlog::{Snapshot, Txn};
 use crate::types::ServerId;
+use crate::zxid::Zxid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
@@ -43,6 +48,16 @@ enum Stage {
 struct Learner {
     stage: Stage,
     last_heard: Instant,
+    /// The last zxid from its ACKEPOCH.
+    last_zxid: i64,
+}
+
+/// The leader's committed history, from which learners are synchronised.
+#[derive(Debug, Clone)]
+struct History {
+    base: Zxid,
+    committed: Vec<Txn>,
+    snapshot: Option<Snapshot>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +85,7 @@ pub struct LeaderDiscovery {
     init_deadline: Instant,
     next_ping: Instant,
     actions: VecDeque<DiscoveryAction>,
+    history: Option<History>,
 }
 
 impl LeaderDiscovery {
@@ -95,10 +111,30 @@ impl LeaderDiscovery {
             init_deadline: now + timing.init_timeout(),
             next_ping: now + timing.tick_time / 2,
             actions: VecDeque::new(),
+            history: None,
         };
         // A single-voter ensemble is its own quorum.
         d.try_propose_epoch();
         d
+    }
+
+    /// Sets the committed history learners are synchronised from: every committed
+    /// transaction above `base`, in order, and the newest snapshot (needed for learners older
+    /// than `base`). Without it every learner gets an empty DIFF.
+    pub fn set_history(&mut self, base: Zxid, committed: Vec<Txn>, snapshot: Option<Snapshot>) {
+        self.history = Some(History {
+            base,
+            committed,
+            snapshot,
+        });
+    }
+
+    /// Appends a transaction committed during broadcast to the history, so that a learner
+    /// that syncs later receives it.
+    pub fn push_committed(&mut self, txn: Txn) {
+        if let Some(h) = self.history.as_mut() {
+            h.committed.push(txn);
+        }
     }
 
     /// The proposed epoch, once a quorum's accepted epochs fixed it.
@@ -114,6 +150,15 @@ impl LeaderDiscovery {
     /// Every learner with an open discovery or synced session.
     pub fn learners(&self) -> Vec<ServerId> {
         self.learners.keys().copied().collect()
+    }
+
+    /// The learners that were sent their sync data and NEWLEADER (acknowledged or not).
+    pub fn sync_sent_learners(&self) -> Vec<ServerId> {
+        self.learners
+            .iter()
+            .filter(|(_, l)| l.stage >= Stage::NewLeaderSent)
+            .map(|(s, _)| *s)
+            .collect()
     }
 
     /// The learners that acknowledged NEWLEADER and are alive.
@@ -153,14 +198,39 @@ impl LeaderDiscovery {
     }
 
     fn send_newleader(&mut self, to: ServerId) {
-        // An empty DIFF (this crate keeps no transaction log yet), then NEWLEADER.
-        self.send(to, QuorumPacket::new(packet_type::DIFF, self.own.last_zxid));
-        let nl = QuorumPacket::with_data(
+        let newleader = QuorumPacket::with_data(
             packet_type::NEWLEADER,
             epoch_zxid(self.new_epoch),
             Bytes::from(self.qv.config_string()),
         );
-        self.send(to, nl);
+        let packets = match &self.history {
+            // No history given: an empty DIFF, then NEWLEADER.
+            None => vec![
+                QuorumPacket::new(packet_type::DIFF, self.own.last_zxid),
+                newleader,
+            ],
+            Some(h) => {
+                let peer_last = Zxid(self.learners.get(&to).map_or(0, |l| l.last_zxid));
+                let Some(plan) = choose_sync(peer_last, h.base, &h.committed, h.snapshot.as_ref())
+                else {
+                    warn!(
+                        sid = to.0,
+                        zxid = peer_last.0,
+                        "no snapshot to sync learner, closing"
+                    );
+                    self.drop_learner(to);
+                    return;
+                };
+                // The sync data, then NEWLEADER last (ZOOKEEPER-3104).
+                let mut p = leader_sync_packets(&plan, self.new_epoch);
+                p.pop();
+                p.push(newleader);
+                p
+            }
+        };
+        for p in packets {
+            self.send(to, p);
+        }
         if let Some(l) = self.learners.get_mut(&to) {
             l.stage = Stage::NewLeaderSent;
         }
@@ -260,6 +330,7 @@ impl LeaderDiscovery {
                     Learner {
                         stage: Stage::Info,
                         last_heard: now,
+                        last_zxid: 0,
                     },
                 );
                 self.epoch_ackers.remove(&from);
@@ -308,6 +379,7 @@ impl LeaderDiscovery {
                 }
                 if let Some(l) = self.learners.get_mut(&from) {
                     l.stage = Stage::EpochAcked;
+                    l.last_zxid = p.zxid;
                 }
                 match self.phase {
                     Phase::WaitingEpochAcks => self.try_establish_epoch(),

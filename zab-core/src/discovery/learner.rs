@@ -2,9 +2,11 @@
 //! sans-IO state machine (ZAB-NOTES §7.2; SPEC Z1, Z6).
 //!
 //! FOLLOWERINFO(acceptedEpoch) → LEADERINFO(e): refuse `e < acceptedEpoch` (Z1), persist
-//! `acceptedEpoch = e` if larger, answer ACKEPOCH(currentEpoch, lastZxid) → DIFF / NEWLEADER:
-//! persist `currentEpoch = e`, ACK → UPTODATE: ACK, established. PINGs are echoed. A leader
-//! silent for `initLimit` ticks (before UPTODATE) or `syncLimit` ticks (after) is abandoned.
+//! `acceptedEpoch = e` if larger, answer ACKEPOCH(currentEpoch, lastZxid) → DIFF / TRUNC / SNAP,
+//! transactions, NEWLEADER: persist them, then `currentEpoch = e`, then ACK (ZOOKEEPER-3911) →
+//! UPTODATE: ACK, established. Synchronisation and broadcast packets are handed to a
+//! [`LearnerBroadcast`]. PINGs are echoed. A leader silent for `initLimit` ticks (before
+//! UPTODATE) or `syncLimit` ticks (after) is abandoned.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -15,8 +17,10 @@ use tracing::{debug, info, warn};
 use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
 use super::packet::{i32_payload, packet_type, LearnerInfo, LEARNER_PROTOCOL_VERSION};
 use super::QuorumPacket;
+use crate::broadcast::{BroadcastAction, LearnerBroadcast, LearnerOptions};
 use crate::store::PersistedEpochs;
 use crate::types::ServerId;
+use crate::zxid::Zxid;
 
 /// Connection attempts before giving up on a leader that does not answer (ZooKeeper tries 5
 /// times, 100 ms apart).
@@ -49,6 +53,8 @@ pub struct LearnerDiscovery {
     init_deadline: Instant,
     last_heard: Instant,
     actions: VecDeque<DiscoveryAction>,
+    zab: Option<LearnerBroadcast>,
+    zab_options: LearnerOptions,
 }
 
 impl LearnerDiscovery {
@@ -77,6 +83,8 @@ impl LearnerDiscovery {
             init_deadline: now + timing.init_timeout(),
             last_heard: now,
             actions: VecDeque::new(),
+            zab: None,
+            zab_options: LearnerOptions::default(),
         };
         d.send_info();
         d
@@ -165,38 +173,41 @@ impl LearnerDiscovery {
                     i32_payload(cur),
                 ));
                 self.phase = Phase::WaitingNewLeader;
+                self.zab = Some(LearnerBroadcast::new(
+                    self.leader,
+                    self.observer,
+                    e,
+                    Zxid(self.own.last_zxid),
+                    self.zab_options,
+                ));
             }
-            (Phase::WaitingNewLeader, packet_type::DIFF) => {}
-            (Phase::WaitingNewLeader, packet_type::SNAP | packet_type::TRUNC) => {
-                // Nothing to load or truncate: this crate keeps no transaction log yet.
-                debug!(sid = self.me.0, kind = p.kind, "sync packet ignored");
-            }
-            (Phase::WaitingNewLeader, packet_type::NEWLEADER) => {
-                if zxid_epoch(p.zxid) != self.new_epoch {
-                    self.abandon("NEWLEADER for another epoch");
+            (
+                Phase::WaitingNewLeader | Phase::WaitingUpToDate | Phase::Established,
+                packet_type::DIFF
+                | packet_type::TRUNC
+                | packet_type::SNAP
+                | packet_type::PROPOSAL
+                | packet_type::COMMIT
+                | packet_type::NEWLEADER
+                | packet_type::UPTODATE
+                | packet_type::INFORM
+                | packet_type::SYNC,
+            ) => {
+                let broadcast = matches!(
+                    p.kind,
+                    packet_type::PROPOSAL
+                        | packet_type::COMMIT
+                        | packet_type::INFORM
+                        | packet_type::SYNC
+                ) && self.phase != Phase::WaitingNewLeader;
+                if broadcast && !self.zab_options.follow_broadcast {
+                    debug!(sid = self.me.0, kind = p.kind, "broadcast packet ignored");
                     return;
                 }
-                self.own.current_epoch = self.new_epoch;
-                self.actions
-                    .push_back(DiscoveryAction::PersistCurrentEpoch(self.new_epoch));
-                self.send(QuorumPacket::new(packet_type::ACK, p.zxid));
-                self.phase = Phase::WaitingUpToDate;
-            }
-            (Phase::WaitingUpToDate, packet_type::UPTODATE) => {
-                self.send(QuorumPacket::new(
-                    packet_type::ACK,
-                    epoch_zxid(self.new_epoch),
-                ));
-                self.phase = Phase::Established;
-                info!(
-                    sid = self.me.0,
-                    leader = self.leader.0,
-                    epoch = self.new_epoch,
-                    "following: epoch established"
-                );
-                self.actions.push_back(DiscoveryAction::Established {
-                    epoch: self.new_epoch,
-                });
+                if let Some(z) = self.zab.as_mut() {
+                    z.handle_packet(p);
+                }
+                self.pump();
             }
             (_, packet_type::PING) => {
                 // Echo with an empty session-touch table, as a ZooKeeper learner does.
@@ -221,6 +232,12 @@ impl LearnerDiscovery {
             return;
         }
         self.abandon("quorum connection to the leader lost");
+    }
+
+    /// The server we follow accepted our quorum connection and closed it without a word: it
+    /// does not lead (it follows someone else). Give up at once instead of retrying.
+    pub fn refused(&mut self) {
+        self.abandon("the chosen leader refused us: it does not lead");
     }
 
     /// Time passed: retry the connection, or give up on a silent leader (Z6).
@@ -251,6 +268,58 @@ impl LearnerDiscovery {
             _ => self.init_deadline,
         };
         Some(self.retry_at.map_or(limit, |r| r.min(limit)))
+    }
+
+    /// Options for the synchronisation and broadcast that follow discovery.
+    pub fn set_broadcast_options(&mut self, options: LearnerOptions) {
+        self.zab_options = options;
+    }
+
+    /// Forwards a client write to the leader (REQUEST), once established.
+    pub fn submit(&mut self, data: Bytes) {
+        if let Some(z) = self.zab.as_mut() {
+            z.submit(data);
+        }
+        self.pump();
+    }
+
+    /// Asks the leader for a `sync` barrier, once established.
+    pub fn sync(&mut self) {
+        if let Some(z) = self.zab.as_mut() {
+            z.sync();
+        }
+        self.pump();
+    }
+
+    /// Moves the synchronisation / broadcast actions into our queue, in order.
+    fn pump(&mut self) {
+        while let Some(a) = self.zab.as_mut().and_then(LearnerBroadcast::poll_action) {
+            match a {
+                BroadcastAction::Send { packet, .. } => self.send(packet),
+                BroadcastAction::PersistCurrentEpoch(e) => {
+                    self.own.current_epoch = e;
+                    self.actions
+                        .push_back(DiscoveryAction::PersistCurrentEpoch(e));
+                    self.phase = Phase::WaitingUpToDate;
+                }
+                BroadcastAction::Established { epoch } => {
+                    self.phase = Phase::Established;
+                    info!(
+                        sid = self.me.0,
+                        leader = self.leader.0,
+                        epoch,
+                        "following: epoch established"
+                    );
+                    self.actions
+                        .push_back(DiscoveryAction::Established { epoch });
+                }
+                BroadcastAction::Abandon { reason } => {
+                    self.zab = None;
+                    self.abandon(reason);
+                }
+                other => self.actions.push_back(DiscoveryAction::Zab(other)),
+            }
+        }
     }
 
     /// The next action, if any.

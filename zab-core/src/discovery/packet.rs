@@ -17,6 +17,16 @@ pub const LEARNER_PROTOCOL_VERSION: i32 = 0x10000;
 
 /// Packet types of the quorum port (ZAB-NOTES §7.1).
 pub mod packet_type {
+    /// Learner forwards a client write to the leader (zxid −1).
+    pub const REQUEST: i32 = 1;
+    /// Leader proposes a transaction (zxid, payload).
+    pub const PROPOSAL: i32 = 2;
+    /// Leader commits a proposed transaction.
+    pub const COMMIT: i32 = 4;
+    /// `sync` barrier: learner → leader asks, leader → learner answers.
+    pub const SYNC: i32 = 7;
+    /// Leader tells an observer a committed transaction with its payload.
+    pub const INFORM: i32 = 8;
     /// Follower acknowledges a proposal, NEWLEADER or UPTODATE.
     pub const ACK: i32 = 3;
     /// Heartbeat, both directions (Z6).

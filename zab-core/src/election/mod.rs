@@ -23,6 +23,9 @@ use crate::zxid::Zxid;
 /// receive queue holds 100).
 const PENDING_CAP: usize = 100;
 
+/// Own looped-back notifications processed per input call at most.
+const LOOPBACK_BUDGET: usize = 16;
+
 /// The state of one `lookForLeader()` instance.
 #[derive(Debug, Clone)]
 struct Instance {
@@ -238,6 +241,11 @@ impl FastLeaderElection {
     }
 
     /// The transport has a connection to `peer`.
+    ///
+    /// Drivers must report connections: on a notification timeout the core re-sends its vote
+    /// only if some peer is connected, and otherwise asks for [`Action::ConnectAll`], as
+    /// ZooKeeper does. Connections also enable the fast decision
+    /// ([`ElectionConfig::fast_decide`]).
     pub fn connection_up(&mut self, _now: Instant, peer: ServerId) {
         if peer != self.my_id {
             self.connected.insert(peer);
@@ -250,8 +258,9 @@ impl FastLeaderElection {
         self.connected.remove(&peer);
         let _ = now;
         if self.config.fast_decide {
-            if let Some(f) = self.instance.as_ref().and_then(|i| i.finalize.as_ref()) {
-                let supporters = f.supporters.clone();
+            let target = self.proposal();
+            if let Some(inst) = self.instance.as_ref().filter(|i| i.finalize.is_some()) {
+                let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
                 if self.all_connected_agree(&supporters) {
                     self.decide_proposal(supporters, DecisionPath::AllConnectedAgreed);
                 }
@@ -331,8 +340,16 @@ impl FastLeaderElection {
         }
     }
 
+    /// Processes our own looped-back notifications. With a proper (transitive) vote order this
+    /// ends quickly, since proposals only grow within a round; the bound keeps every call
+    /// finite whatever the order (the rest waits for the next input).
     fn drain_loopback(&mut self, now: Instant) {
-        while let Some(n) = self.loopback.pop_front() {
+        let mut budget = LOOPBACK_BUDGET;
+        while budget > 0 {
+            budget -= 1;
+            let Some(n) = self.loopback.pop_front() else {
+                break;
+            };
             let me = self.my_id;
             self.receive(now, me, n);
         }
@@ -350,14 +367,22 @@ impl FastLeaderElection {
             return;
         }
         if self.state == ServerState::Looking {
-            if n.state == ServerState::Looking && n.election_epoch < self.logical_clock {
+            if n.state == ServerState::Looking
+                && n.election_epoch < self.logical_clock
+                && self.qv.is_voter(self.my_id)
+            {
                 // A lagging LOOKING voter: tell it our proposal of the current round.
+                // Deviation: ZooKeeper 3.8 sends this from observers too, but a voter only
+                // answers a non-voter's message and never queues it, so the two would bounce
+                // messages for as long as the voter's round lags. Only voters reply here.
                 self.reply(from, self.proposal(), ServerState::Looking);
             }
             if self.instance.is_some() {
                 self.enqueue(now, from, n);
             } else if self.pending.len() < PENDING_CAP {
-                self.pending.push_back((from, n));
+                // the election never reads configs: do not hold a peer's bytes
+                self.pending
+                    .push_back((from, Notification { config: None, ..n }));
             }
         } else if n.state == ServerState::Looking {
             // FOLLOWING/LEADING/OBSERVING answer a LOOKING voter with the current vote.
@@ -406,6 +431,9 @@ impl FastLeaderElection {
             Vote::new(n.leader, n.zxid, n.election_epoch, n.peer_epoch),
         );
         let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
+        if let Some(f) = inst.finalize.as_mut() {
+            f.supporters.clone_from(&supporters);
+        }
         if self.all_connected_agree(&supporters) {
             self.decide_proposal(supporters, DecisionPath::AllConnectedAgreed);
         }

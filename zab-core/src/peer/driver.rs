@@ -5,18 +5,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info};
 
+use crate::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
 use crate::discovery::{
     packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery, QuorumPacket, Timing,
 };
 use crate::election::{Action, Decision, ElectionConfig, FastLeaderElection, VoteData};
 use crate::notification::Notification;
+use crate::peer::replication::{Replication, ReplicationError};
 use crate::quorum::QuorumVerifier;
+use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, PersistedEpochs, StoreError};
 use crate::transport::{Transport, TransportEvent};
+use crate::txnlog::TxnLog;
 use crate::types::{LearnerType, ServerId, ServerState};
 use crate::zxid::Zxid;
 
@@ -24,6 +29,8 @@ use crate::zxid::Zxid;
 const MAX_STASHED_LEARNERS: usize = 256;
 /// LOOKING notifications kept while we are not LOOKING (one per sender).
 const MAX_KEPT_LOOKING: usize = 256;
+/// Writes queued from a [`PeerHandle`] and not yet taken by the peer.
+const MAX_QUEUED_WRITES: usize = 1024;
 
 /// Configuration of a [`QuorumPeer`].
 #[derive(Debug, Clone)]
@@ -38,6 +45,30 @@ pub struct PeerConfig {
     pub election: ElectionConfig,
     /// `tickTime`, `initLimit`, `syncLimit` (Z6).
     pub timing: Timing,
+    /// At start-up, how long to wait for connections to every other voter before the first
+    /// election round. With `fast_decide`, a server that has only part of the ensemble
+    /// connected may otherwise decide on that part's view at once, and make the others wait
+    /// out their `finalize_wait`. Zero starts at once, as ZooKeeper does.
+    pub connect_grace: Duration,
+}
+
+impl PeerConfig {
+    /// A configuration with the default election options, ZooKeeper's sample timing
+    /// (2000 ms, 10, 5) and a 100 ms start-up connect grace.
+    pub fn new(
+        my_id: ServerId,
+        learner_type: LearnerType,
+        quorum: Arc<dyn QuorumVerifier>,
+    ) -> Self {
+        Self {
+            my_id,
+            learner_type,
+            quorum,
+            election: ElectionConfig::default(),
+            timing: Timing::default(),
+            connect_grace: Duration::from_millis(100),
+        }
+    }
 }
 
 /// What a peer is doing, as published on its watch channel.
@@ -74,6 +105,9 @@ pub enum PeerError {
     /// The transport shut down.
     #[error("transport closed")]
     TransportClosed,
+    /// The transaction log or state machine failed; the peer stops.
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
 }
 
 enum Role {
@@ -94,6 +128,10 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     stashed: BTreeMap<ServerId, QuorumPacket>,
     kept_looking: BTreeMap<ServerId, Notification>,
     status: watch::Sender<PeerStatus>,
+    repl: Option<Replication>,
+    fatal: Option<ReplicationError>,
+    writes_tx: mpsc::Sender<Bytes>,
+    writes: mpsc::Receiver<Bytes>,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -110,6 +148,7 @@ impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
 pub struct PeerHandle {
     sid: ServerId,
     status: watch::Receiver<PeerStatus>,
+    writes: mpsc::Sender<Bytes>,
     task: JoinHandle<Result<(), PeerError>>,
 }
 
@@ -144,6 +183,15 @@ impl PeerHandle {
         }
     }
 
+    /// Z2: submits a write. A leader of an established epoch proposes it; an established
+    /// follower or observer forwards it to its leader (REQUEST); otherwise it is dropped, as is
+    /// a write to a peer without a transaction log ([`QuorumPeer::with_replication`]). Returns
+    /// `false` if the peer's queue is full or the peer stopped. Delivery is not confirmed:
+    /// watch the state machine.
+    pub fn propose(&self, data: Bytes) -> bool {
+        self.writes.try_send(data).is_ok()
+    }
+
     /// Stops the peer abruptly, as a crash: its transport is dropped with it.
     pub fn kill(&self) {
         self.task.abort();
@@ -174,6 +222,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             data,
         );
         let (status, _) = watch::channel(PeerStatus::LOOKING);
+        let (writes_tx, writes) = mpsc::channel(MAX_QUEUED_WRITES);
         Ok(Self {
             cfg,
             transport,
@@ -184,7 +233,27 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             stashed: BTreeMap::new(),
             kept_looking: BTreeMap::new(),
             status,
+            repl: None,
+            fatal: None,
+            writes_tx,
+            writes,
         })
+    }
+
+    /// Gives the peer a transaction log and a state machine (SPEC Z2): the state machine is
+    /// restored from the newest snapshot and the log replayed; the peer then votes with the
+    /// log's last zxid, syncs learners from its log when it leads, and takes part in
+    /// broadcast. Without this a peer only elects.
+    pub fn with_replication(
+        mut self,
+        log: Box<dyn TxnLog>,
+        sm: Box<dyn StateMachine>,
+    ) -> Result<Self, PeerError> {
+        let r = Replication::open(log, sm)?;
+        self.epochs.last_zxid = self.epochs.last_zxid.max(r.log.last_zxid().0);
+        self.core.set_vote_data(self.vote_data());
+        self.repl = Some(r);
+        Ok(self)
     }
 
     /// A receiver of this peer's status.
@@ -196,13 +265,32 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     pub fn spawn(self) -> PeerHandle {
         let sid = self.cfg.my_id;
         let status = self.status.subscribe();
+        let writes = self.writes_tx.clone();
         let task = tokio::spawn(self.run());
-        PeerHandle { sid, status, task }
+        PeerHandle {
+            sid,
+            status,
+            writes,
+            task,
+        }
     }
 
     /// Runs the peer until its transport closes or its store fails.
     pub async fn run(mut self) -> Result<(), PeerError> {
         self.transport.connect_all();
+        // Give the connections to the other voters a moment to come up (see `connect_grace`);
+        // what arrives meanwhile is queued by the election core until it starts.
+        let grace_end = tokio::time::Instant::now() + self.cfg.connect_grace;
+        while !self.all_voters_connected() {
+            tokio::select! {
+                ev = self.transport.recv() => {
+                    let Some(ev) = ev else { return Err(PeerError::TransportClosed) };
+                    self.on_event(ev);
+                }
+                _ = tokio::time::sleep_until(grace_end) => break,
+            }
+            self.drain().await?;
+        }
         self.core.start(Instant::now());
         self.drain().await?;
         loop {
@@ -222,9 +310,20 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.on_event(ev);
                 }
                 _ = sleep => self.on_tick(),
+                Some(w) = self.writes.recv() => self.on_write(w),
             }
             self.drain().await?;
         }
+    }
+
+    fn all_voters_connected(&self) -> bool {
+        let me = self.cfg.my_id;
+        let connected = self.core.connected_peers();
+        self.cfg
+            .quorum
+            .voting_members()
+            .iter()
+            .all(|s| *s == me || connected.contains(s))
     }
 
     fn role_deadline(&self) -> Option<Instant> {
@@ -270,10 +369,15 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 let opens = packet.kind == packet_type::FOLLOWERINFO
                     || packet.kind == packet_type::OBSERVERINFO;
                 match &mut self.role {
-                    Role::Leader(d) => d.handle_packet(now, from, packet),
+                    Role::Leader(d) => {
+                        if let Some(lb) = self.repl.as_mut().and_then(|r| r.leader.as_mut()) {
+                            lb.handle_packet(from, packet.clone());
+                        }
+                        d.handle_packet(now, from, packet);
+                    }
                     // We do not lead: refuse a would-be learner at once (ZooKeeper has no
                     // listener then), so it gives up and looks for the real leader.
-                    Role::Learner(_) if opens => self.transport.close_quorum(from),
+                    Role::Learner(_) if opens => self.transport.refuse_quorum(from),
                     Role::Learner(d) => d.handle_packet(now, from, packet),
                     Role::Looking => {
                         if opens
@@ -286,8 +390,21 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
             }
             TransportEvent::QuorumDown(s) => match &mut self.role {
-                Role::Leader(d) => d.learner_gone(now, s),
+                Role::Leader(d) => {
+                    if let Some(lb) = self.repl.as_mut().and_then(|r| r.leader.as_mut()) {
+                        lb.remove_learner(s);
+                    }
+                    d.learner_gone(now, s);
+                }
                 Role::Learner(d) if d.leader() == s => d.connection_lost(now),
+                Role::Learner(_) => {}
+                Role::Looking => {
+                    self.stashed.remove(&s);
+                }
+            },
+            TransportEvent::QuorumRefused(s) => match &mut self.role {
+                Role::Learner(d) if d.leader() == s => d.refused(),
+                Role::Leader(d) => d.learner_gone(now, s),
                 Role::Learner(_) => {}
                 Role::Looking => {
                     self.stashed.remove(&s);
@@ -299,6 +416,9 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// Carries out every pending action of the core and of the discovery role, in order.
     async fn drain(&mut self) -> Result<(), PeerError> {
         loop {
+            if let Some(e) = self.fatal.take() {
+                return Err(e.into());
+            }
             if let Some(a) = self.core.poll_action() {
                 match a {
                     Action::Send { to, notification } => {
@@ -314,9 +434,23 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 Role::Leader(d) => d.poll_action(),
                 Role::Learner(d) => d.poll_action(),
             };
-            let Some(a) = next else { return Ok(()) };
+            let Some(a) = next else {
+                if self.drain_broadcast()? {
+                    continue;
+                }
+                return Ok(());
+            };
             match a {
-                DiscoveryAction::Send { to, packet } => self.transport.send_quorum(to, packet),
+                DiscoveryAction::Send { to, packet } => {
+                    // A learner sent its sync data after the epoch was established joins the
+                    // broadcast now, so that nothing committed from here on passes it by.
+                    if packet.kind == packet_type::NEWLEADER {
+                        if let Some(lb) = self.repl.as_mut().and_then(|r| r.leader.as_mut()) {
+                            lb.add_learner(to);
+                        }
+                    }
+                    self.transport.send_quorum(to, packet);
+                }
                 DiscoveryAction::PersistAcceptedEpoch(e) => {
                     self.store.save_accepted_epoch(e).await?;
                     self.epochs.accepted_epoch = e;
@@ -328,12 +462,94 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 DiscoveryAction::Close(s) => self.transport.close_quorum(s),
                 DiscoveryAction::Established { epoch } => {
+                    self.start_leading_broadcast(epoch);
                     self.core.update_election_vote(epoch);
                     self.status.send_modify(|s| s.epoch = Some(epoch));
                     info!(sid = self.cfg.my_id.0, epoch, state = %self.core.state(), "epoch established");
                 }
                 DiscoveryAction::Abandon { reason } => self.go_looking(reason),
+                DiscoveryAction::Zab(a) => match self.repl.as_mut() {
+                    Some(r) => {
+                        r.carry_out(a)?;
+                        self.epochs.last_zxid = r.log.last_zxid().0;
+                        self.core.set_vote_data(self.vote_data());
+                    }
+                    // Without a log, a learner ignores broadcast traffic; only sync data from a
+                    // leader that has a log arrives here, and there is nowhere to keep it.
+                    None => {
+                        debug!(sid = self.cfg.my_id.0, action = ?a, "no transaction log attached")
+                    }
+                },
             }
+        }
+    }
+
+    /// Carries out one action of the leader's broadcast core; `false` when there is none.
+    fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
+        let Some(r) = self.repl.as_mut() else {
+            return Ok(false);
+        };
+        let Some(a) = r.leader.as_mut().and_then(LeaderBroadcast::poll_action) else {
+            return Ok(false);
+        };
+        match a {
+            BroadcastAction::Send { to, packet } => self.transport.send_quorum(to, packet),
+            BroadcastAction::Log(txns) => {
+                let last = txns.last().map(|t| t.zxid);
+                r.carry_out(BroadcastAction::Log(txns))?;
+                if let (Some(z), Some(lb)) = (last, r.leader.as_mut()) {
+                    lb.local_logged(z);
+                }
+                self.epochs.last_zxid = r.log.last_zxid().0;
+                self.core.set_vote_data(self.vote_data());
+            }
+            BroadcastAction::Apply(t) => {
+                r.carry_out(BroadcastAction::Apply(t.clone()))?;
+                if let Role::Leader(d) = &mut self.role {
+                    d.push_committed(t);
+                }
+            }
+            BroadcastAction::Abandon { reason } => self.go_looking(reason),
+            other => r.carry_out(other)?,
+        }
+        Ok(true)
+    }
+
+    /// The epoch is established: a leader with a log starts broadcasting to every learner it
+    /// already sent its sync data to.
+    fn start_leading_broadcast(&mut self, epoch: i64) {
+        let (Role::Leader(d), Some(r)) = (&self.role, self.repl.as_mut()) else {
+            return;
+        };
+        let mut lb = LeaderBroadcast::new(
+            self.cfg.my_id,
+            self.cfg.quorum.clone(),
+            epoch,
+            r.log.last_zxid(),
+        );
+        for s in d.sync_sent_learners() {
+            lb.add_learner(s);
+        }
+        r.leader = Some(lb);
+    }
+
+    /// A write from the embedder (see [`PeerHandle::propose`]).
+    fn on_write(&mut self, data: Bytes) {
+        let Some(r) = self.repl.as_mut() else {
+            debug!(sid = self.cfg.my_id.0, "write dropped: no transaction log");
+            return;
+        };
+        match (&mut self.role, r.leader.as_mut()) {
+            (Role::Leader(_), Some(lb)) => {
+                if let Err(e) = lb.propose(data) {
+                    debug!(sid = self.cfg.my_id.0, "write not proposed: {e}");
+                }
+            }
+            (Role::Learner(d), _) if d.is_established() => d.submit(data),
+            _ => debug!(
+                sid = self.cfg.my_id.0,
+                "write dropped: no established leader"
+            ),
         }
     }
 
@@ -356,6 +572,16 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.epochs,
                     self.cfg.timing,
                 );
+                if let Some(r) = &self.repl {
+                    match r.history() {
+                        Ok((base, committed, snap)) => disc.set_history(base, committed, snap),
+                        Err(e) => {
+                            // Leading without our history would lose it: the peer stops.
+                            self.fatal = Some(e);
+                            return;
+                        }
+                    }
+                }
                 for (from, p) in std::mem::take(&mut self.stashed) {
                     disc.handle_packet(now, from, p);
                 }
@@ -363,9 +589,9 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             }
             ServerState::Following | ServerState::Observing => {
                 for (from, _) in std::mem::take(&mut self.stashed) {
-                    self.transport.close_quorum(from);
+                    self.transport.refuse_quorum(from);
                 }
-                self.role = Role::Learner(LearnerDiscovery::new(
+                let mut disc = LearnerDiscovery::new(
                     now,
                     me,
                     leader,
@@ -373,7 +599,13 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.cfg.quorum.version(),
                     self.epochs,
                     self.cfg.timing,
-                ));
+                );
+                if self.repl.is_some() {
+                    disc.set_broadcast_options(
+                        LearnerOptions::default().with_follow_broadcast(true),
+                    );
+                }
+                self.role = Role::Learner(disc);
             }
             ServerState::Looking => return,
         }
@@ -387,6 +619,9 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// Z6 / Z8: leave LEADING / FOLLOWING / OBSERVING and start a new election round.
     fn go_looking(&mut self, reason: &'static str) {
         info!(sid = self.cfg.my_id.0, reason, "going LOOKING");
+        if let Some(r) = self.repl.as_mut() {
+            r.leader = None;
+        }
         match std::mem::replace(&mut self.role, Role::Looking) {
             Role::Leader(d) => {
                 for s in d.learners() {

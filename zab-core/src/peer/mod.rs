@@ -3,6 +3,11 @@
 //! a quorum (Z1, Z5) and heartbeats that send a server back to LOOKING (Z6). Embedders follow
 //! its [`PeerStatus`] on a `tokio::sync::watch` channel.
 //!
+//! With [`QuorumPeer::with_replication`] a peer also keeps a transaction log and a state
+//! machine (SPEC Z2): a new leader syncs its learners from its log (DIFF / TRUNC / SNAP), then
+//! orders the writes given to [`PeerHandle::propose`] (followers forward theirs), and every
+//! server applies the committed ones in zxid order.
+//!
 //! Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
 //! then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
 //!
@@ -10,11 +15,10 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! use zab_core::discovery::Timing;
 //! use zab_core::peer::{PeerConfig, QuorumPeer};
 //! use zab_core::store::MemoryElectionStore;
 //! use zab_core::transport::MemoryNetwork;
-//! use zab_core::{ElectionConfig, LearnerType, QuorumMaj, ServerId};
+//! use zab_core::{LearnerType, QuorumMaj, ServerId};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -22,13 +26,7 @@
 //! let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
 //! let mut peers = Vec::new();
 //! for sid in 1..=3 {
-//!     let cfg = PeerConfig {
-//!         my_id: ServerId(sid),
-//!         learner_type: LearnerType::Participant,
-//!         quorum: quorum.clone(),
-//!         election: ElectionConfig::default(),
-//!         timing: Timing::default(),
-//!     };
+//!     let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone());
 //!     let store = MemoryElectionStore::default();
 //!     let peer = QuorumPeer::new(cfg, net.endpoint(ServerId(sid)), store).await.unwrap();
 //!     peers.push(peer.spawn());
@@ -47,5 +45,7 @@
 //! (a re-election decided at once) may not be observed by a slow reader.
 
 mod driver;
+mod replication;
 
 pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer};
+pub use replication::ReplicationError;

@@ -282,6 +282,13 @@ impl Transport for MemoryTransport {
         }
     }
 
+    fn refuse_quorum(&mut self, peer: ServerId) {
+        let mut hub = self.net.hub();
+        if hub.quorum_links.remove(&pair(self.sid, peer)) {
+            hub.emit(peer, TransportEvent::QuorumRefused(self.sid));
+        }
+    }
+
     async fn recv(&mut self) -> Option<TransportEvent> {
         self.events.recv().await
     }

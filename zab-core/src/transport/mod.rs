@@ -46,6 +46,10 @@ pub enum TransportEvent {
     },
     /// The quorum connection with `sid` closed (a learner left, or our leader is gone).
     QuorumDown(ServerId),
+    /// The server we dialled on its quorum port closed the connection without sending anything:
+    /// it does not lead (a ZooKeeper server has no quorum listener then, and our peers refuse
+    /// learners unless they lead or are still electing).
+    QuorumRefused(ServerId),
 }
 
 /// How a peer talks to the others. Sending never blocks and never fails: delivery is best
@@ -75,6 +79,12 @@ pub trait Transport: Send + 'static {
 
     /// Closes the quorum connection with `peer`, if any (for instance when leaving FOLLOWING).
     fn close_quorum(&mut self, peer: ServerId);
+
+    /// Refuses a would-be learner's quorum connection (we do not lead): closes it without
+    /// sending anything, so that the learner sees [`TransportEvent::QuorumRefused`].
+    fn refuse_quorum(&mut self, peer: ServerId) {
+        self.close_quorum(peer);
+    }
 
     /// The next event; `None` once the transport is shut down.
     async fn recv(&mut self) -> Option<TransportEvent>;

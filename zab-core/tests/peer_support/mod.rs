@@ -34,6 +34,7 @@ pub fn config(sid: i64, voters: &[i64], observers: &[i64]) -> PeerConfig {
         )),
         election: ElectionConfig::default(),
         timing: timing(),
+        connect_grace: Duration::from_millis(100),
     }
 }
 

@@ -24,6 +24,7 @@ pub async fn data_watch_is_one_shot(h: &dyn ConformanceHarness) -> CaseResult {
         "create",
         c.create(&path, b"0", CreateMode::Persistent).await,
     )?;
+    case.op("sync", writer.sync(&path).await)?;
     let mut events = c.events();
     case.op("get+watch", c.get_data(&path, true).await)?;
     case.op("get+watch again", c.get_data(&path, true).await)?;
@@ -51,6 +52,7 @@ pub async fn exists_watch_sees_creation(h: &dyn ConformanceHarness) -> CaseResul
         .await
         .map_err(op_err("exists_watch_sees_creation", "connect"))?;
     let case = Case::start("exists_watch_sees_creation", c.as_ref()).await?;
+    case.op("sync", writer.sync(&case.root).await)?;
     let path = case.p("controller");
     let mut events = c.events();
     let none = case.op("exists+watch", c.exists(&path, true).await)?;
@@ -81,6 +83,7 @@ pub async fn child_watch(h: &dyn ConformanceHarness) -> CaseResult {
         "create ids",
         c.create(&ids, b"", CreateMode::Persistent).await,
     )?;
+    case.op("sync", writer.sync(&ids).await)?;
     let mut events = c.events();
     case.op("children+watch", c.children(&ids, true).await)?;
     case.op(
@@ -124,12 +127,14 @@ pub async fn session_expiry(h: &dyn ConformanceHarness) -> CaseResult {
         .await
         .map_err(op_err("session_expiry", "connect"))?;
     let case = Case::start("session_expiry", controller.as_ref()).await?;
+    case.op("sync", broker.sync(&case.root).await)?;
     let node = case.p("broker-1");
     let old = broker.session_id();
     let (_, stat) = case.op(
         "register",
         broker.create(&node, b"{}", CreateMode::Ephemeral).await,
     )?;
+    case.op("sync", controller.sync(&node).await)?;
     ensure!(
         case,
         stat.ephemeral_owner == old,
@@ -204,6 +209,7 @@ pub async fn connection_loss_keeps_the_session(h: &dyn ConformanceHarness) -> Ca
     let client = h.connect().await.map_err(op_err(name, "connect"))?;
     let other = h.connect().await.map_err(op_err(name, "connect"))?;
     let case = Case::start(name, other.as_ref()).await?;
+    case.op("sync", client.sync(&case.root).await)?;
     let eph = case.p("eph");
     let watched = case.p("watched");
     let session = client.session_id();
@@ -216,6 +222,7 @@ pub async fn connection_loss_keeps_the_session(h: &dyn ConformanceHarness) -> Ca
         client.create(&watched, b"0", CreateMode::Persistent).await,
     )?;
     case.op("get+watch", client.get_data(&watched, true).await)?;
+    case.op("sync", other.sync(&watched).await)?;
     let mut events = client.events();
     if !case.op("disconnect", h.disconnect(session).await)? {
         return Ok(()); // the harness cannot cut a client off
@@ -272,6 +279,7 @@ pub async fn close_removes_ephemerals(h: &dyn ConformanceHarness) -> CaseResult 
         .await
         .map_err(op_err("close_removes_ephemerals", "connect"))?;
     let case = Case::start("close_removes_ephemerals", watcher.as_ref()).await?;
+    case.op("sync", owner.sync(&case.root).await)?;
     let node = case.p("eph");
     case.op(
         "create",
@@ -282,6 +290,7 @@ pub async fn close_removes_ephemerals(h: &dyn ConformanceHarness) -> CaseResult 
         "create",
         owner.create(&persistent, b"", CreateMode::Persistent).await,
     )?;
+    case.op("sync", watcher.sync(&node).await)?;
     let mut events = watcher.events();
     case.op("exists+watch", watcher.exists(&node, true).await)?;
     drop(owner);

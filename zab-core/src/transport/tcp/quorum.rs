@@ -30,17 +30,17 @@ pub(super) async fn dial_quorum(
             Ok(Ok(s)) => s,
             Ok(Err(e)) => {
                 debug!(sid = sid.0, "quorum connect failed: {e}");
-                quorum_conn_ended(&shared, sid, generation);
+                quorum_conn_ended(&shared, sid, generation, false);
                 return;
             }
             Err(_) => {
                 debug!(sid = sid.0, "quorum connect timed out");
-                quorum_conn_ended(&shared, sid, generation);
+                quorum_conn_ended(&shared, sid, generation, false);
                 return;
             }
         };
     let _ = stream.set_nodelay(true);
-    run_quorum_conn(shared, sid, generation, stream, rx, BytesMut::new()).await;
+    run_quorum_conn(shared, sid, generation, stream, rx, BytesMut::new(), false).await;
 }
 
 async fn run_quorum_conn(
@@ -50,13 +50,14 @@ async fn run_quorum_conn(
     stream: TcpStream,
     mut rx: mpsc::Receiver<QuorumPacket>,
     buffered: BytesMut,
+    received: bool,
 ) {
     let (r, mut w) = stream.into_split();
     let s2 = shared.clone();
     let reader = tokio::spawn(async move {
-        let e = quorum_read_loop(&s2, sid, r, buffered).await;
+        let (e, refused) = quorum_read_loop(&s2, sid, r, buffered, received).await;
         debug!(sid = sid.0, "quorum connection read side ended: {e}");
-        quorum_conn_ended(&s2, sid, generation);
+        quorum_conn_ended(&s2, sid, generation, refused);
     });
     if let Some(c) = shared.state().quorum.get_mut(&sid) {
         if c.generation == generation {
@@ -73,7 +74,7 @@ async fn run_quorum_conn(
         }
     }
     reader.abort();
-    quorum_conn_ended(&shared, sid, generation);
+    quorum_conn_ended(&shared, sid, generation, false);
 }
 
 /// The jute string ZooKeeper writes after a SNAP's snapshot body: `i32 10, "BenWasHere"`.
@@ -99,7 +100,10 @@ async fn quorum_read_loop(
     sid: ServerId,
     mut r: OwnedReadHalf,
     mut buf: BytesMut,
-) -> String {
+    mut received: bool,
+) -> (String, bool) {
+    // Closed before sending anything: the server we dialled does not lead (it refuses us).
+    received |= !buf.is_empty();
     // A SNAP packet is followed by a raw serialized snapshot, not by packets. This crate keeps
     // no data tree: the body is skipped, in bounded memory, up to its signature.
     let mut in_snapshot = false;
@@ -113,22 +117,25 @@ async fn quorum_read_loop(
             }
             match QuorumPacket::decode(&mut buf) {
                 Ok(Some(packet)) => {
+                    received = true;
                     in_snapshot = packet.kind == packet_type::SNAP;
                     shared.emit(TransportEvent::Quorum { from: sid, packet });
                 }
                 Ok(None) => break,
-                Err(e) => return format!("malformed quorum packet: {e}"),
+                Err(e) => return (format!("malformed quorum packet: {e}"), false),
             }
         }
         match r.read_buf(&mut buf).await {
-            Ok(0) => return "closed by peer".into(),
-            Ok(_) => {}
-            Err(e) => return e.to_string(),
+            Ok(0) => return ("closed by peer".into(), !received),
+            Ok(_) => received = true,
+            Err(e) => return (e.to_string(), false),
         }
     }
 }
 
-pub(super) fn quorum_conn_ended(shared: &Shared, sid: ServerId, generation: u64) {
+/// The quorum connection `generation` with `sid` ended; `refused` when the remote closed it
+/// without ever sending anything.
+pub(super) fn quorum_conn_ended(shared: &Shared, sid: ServerId, generation: u64, refused: bool) {
     let mut st = shared.state();
     match st.quorum.get(&sid) {
         Some(c) if c.generation == generation => {}
@@ -140,7 +147,11 @@ pub(super) fn quorum_conn_ended(shared: &Shared, sid: ServerId, generation: u64)
         }
     }
     drop(st);
-    shared.emit(TransportEvent::QuorumDown(sid));
+    shared.emit(if refused {
+        TransportEvent::QuorumRefused(sid)
+    } else {
+        TransportEvent::QuorumDown(sid)
+    });
 }
 
 pub(super) async fn accept_quorum(shared: Arc<Shared>, listener: TcpListener) {
@@ -235,6 +246,7 @@ async fn handle_incoming_quorum(shared: Arc<Shared>, mut stream: TcpStream) {
         stream,
         rx,
         buf,
+        true,
     ));
     match shared.state().quorum.get_mut(&sid) {
         Some(c) if c.generation == generation => c.tasks.push(task.abort_handle()),

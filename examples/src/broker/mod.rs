@@ -1,0 +1,59 @@
+//! The reference broker's request handling and replication, composed from `kafka-replication`
+//! and served by the [`server`](crate::server) module.
+//!
+//! What trait goes where:
+//!
+//! ```text
+//!  server::Server ──RequestHandler──▶ KafkaApis ──▶ ReplicaDriver ──▶ ReplicaManager<L: LogStorage>
+//!                                                     │   ▲ actions (poll_action)
+//!                        ISR proposals ───────────────┤   │
+//!                        IsrWriter (W) ◀──────────────┘   │
+//!                        fetcher task per leader ──LeaderLink (K, e.g. TcpLeaderLink)──▶ leader
+//! ```
+//!
+//! - [`KafkaApis`] implements the server's `RequestHandler`: one method per API.
+//! - [`ReplicaDriver`] owns the sans-IO `ReplicaManager` behind a mutex, feeds it time, answers
+//!   delayed produces and fetches, carries ISR proposals to an `IsrWriter` and runs one
+//!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
+//! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
+//! - The `IsrWriter` on a coordination store (ZooKeeper or in memory) is `glue::ZkIsrWriter`;
+//!   tests use `kafka_replication::isr::MemoryIsrWriter`.
+//!
+//! - [`Broker`] puts them together behind the K3 server: the shortest way to a running
+//!   broker.
+//!
+//! The controller side (LeaderAndIsr, UpdateMetadata, StopReplica) arrives as ordinary
+//! requests, so a test can play the controller by sending them itself.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ha_examples::broker::{Broker, BrokerConfig};
+//! use kafka_replication::isr::MemoryIsrWriter;
+//! use kafka_replication::log::MemoryLog;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let broker = Broker::start(
+//!     BrokerConfig::new(1, "127.0.0.1:9092".parse()?),
+//!     Box::new(|_| Ok(MemoryLog::new())), // LogStorage: FileLog for a data directory
+//!     MemoryIsrWriter::new(),             // IsrWriter: glue::ZkIsrWriter on ZooKeeper
+//!     Arc::new(|_leader| None),           // where the other brokers listen
+//! )
+//! .await?;
+//! println!("broker 1 on {}", broker.local_addr());
+//! broker.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod apis;
+mod leader_link_tcp;
+mod node;
+mod replica_driver;
+
+pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use leader_link_tcp::{
+    AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
+    OFFSET_FOR_LEADER_EPOCH_VERSION,
+};
+pub use node::{Broker, BrokerConfig};
+pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};

@@ -1,0 +1,102 @@
+//! [`Broker`]: one broker's data path in a few lines — a `ReplicaManager` over the logs of a
+//! [`LogFactory`], its [`ReplicaDriver`] with fetchers over [`TcpLeaderLink`]s, the
+//! [`KafkaApis`] handler, and the K3 network server in front.
+//!
+//! The controller side (registration, campaign, LeaderAndIsr) is not here: whoever plays the
+//! controller sends LeaderAndIsr / UpdateMetadata / StopReplica to the broker's listener, or
+//! calls [`ReplicaDriver::with_manager`] in-process.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_replication::isr::IsrWriter;
+use kafka_replication::log::LogStorage;
+use kafka_replication::partition::PartitionConfig;
+use kafka_replication::replica_fetcher::FetcherConfig;
+use kafka_replication::replica_manager::{LogFactory, ReplicaManager};
+
+use super::{AddressBook, KafkaApis, LinkFactory, ReplicaDriver, TcpLeaderLink};
+use crate::server::{Server, ServerConfig, ServerError, ServerHandle};
+
+/// Settings of a [`Broker`].
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// The broker id.
+    pub id: i32,
+    /// Where to listen (port 0 picks one).
+    pub listen: SocketAddr,
+    /// The cluster id answered in Metadata.
+    pub cluster_id: String,
+    /// `replica.lag.time.max.ms`, `min.insync.replicas`.
+    pub partition: PartitionConfig,
+    /// `replica.fetch.*`.
+    pub fetcher: FetcherConfig,
+    /// How long a follower waits for one answer from its leader before reconnecting.
+    pub leader_link_timeout: Duration,
+}
+
+impl BrokerConfig {
+    /// Broker `id` on `listen`, with Kafka's defaults for the rest.
+    pub fn new(id: i32, listen: SocketAddr) -> Self {
+        BrokerConfig {
+            id,
+            listen,
+            cluster_id: "ha-blocks".to_owned(),
+            partition: PartitionConfig::default(),
+            fetcher: FetcherConfig::default(),
+            leader_link_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A running broker.
+pub struct Broker<L, W> {
+    apis: Arc<KafkaApis<L, TcpLeaderLink, W>>,
+    server: ServerHandle,
+}
+
+impl<L, W> Broker<L, W>
+where
+    L: LogStorage + Send + 'static,
+    W: IsrWriter + 'static,
+{
+    /// Starts a broker: logs from `new_log`, ISR changes to `isr_writer`, leaders found in
+    /// `addresses`.
+    pub async fn start(
+        config: BrokerConfig,
+        new_log: LogFactory<L>,
+        isr_writer: W,
+        addresses: AddressBook,
+    ) -> Result<Self, ServerError> {
+        let id = config.id;
+        let manager = ReplicaManager::new(id, config.partition, 0, new_log);
+        let timeout = config.leader_link_timeout;
+        let links: LinkFactory<TcpLeaderLink> =
+            Box::new(move |leader| TcpLeaderLink::new(id, leader, addresses.clone(), timeout));
+        let driver = ReplicaDriver::start(manager, links, isr_writer, config.fetcher);
+        let apis = Arc::new(KafkaApis::new(id, config.cluster_id, driver));
+        let server_config = ServerConfig {
+            broker: id,
+            ..Default::default()
+        };
+        let server = Server::bind(config.listen, server_config, apis.clone()).await?;
+        Ok(Broker { apis, server })
+    }
+
+    /// The address the broker listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The request handler (and through it, [`KafkaApis::driver`]).
+    pub fn apis(&self) -> &KafkaApis<L, TcpLeaderLink, W> {
+        &self.apis
+    }
+
+    /// Stops the server, then the replication tasks.
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
+        self.apis.driver().shutdown().await;
+    }
+}

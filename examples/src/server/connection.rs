@@ -1,0 +1,229 @@
+//! One client connection as its processor drives it: read frames, decode header and body,
+//! queue requests on the request channel, and write completions back in request order.
+//!
+//! Ordering: every request gets the next sequence number of its connection; completions come
+//! back from the handler workers in any order and wait in a small reorder buffer until every
+//! earlier one is written. At most `max_in_flight_per_connection` requests of a connection are
+//! queued or in a handler at once; at that limit the connection stops reading, which bounds
+//! the reorder buffer and pushes back on a pipelining client. (Kafka instead mutes a channel
+//! while its one request is in flight, which is the same design with a limit of 1; a larger
+//! limit lets one pipelining client use several handler workers.)
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_wire::frame::{peek_request_header, KafkaFrameCodec};
+use kafka_wire::{ApiKey, RequestBody, RequestHeader};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::codec::Decoder;
+
+use super::channel::{Completion, Outcome, QueuedRequest};
+use super::error::CloseReason;
+use super::handler::RequestContext;
+use super::order::ResponseOrder;
+use super::processor::ProcessorShared;
+use super::response::{encode_api_versions, write_chunks};
+
+/// Bytes the read buffer keeps free before each read.
+const READ_CHUNK: usize = 8 * 1024;
+
+/// Drives one connection until it is closed; returns its id so the processor can forget it.
+pub(crate) async fn run_connection(
+    shared: Arc<ProcessorShared>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    connection_id: u64,
+    completions: mpsc::UnboundedReceiver<Completion>,
+) -> u64 {
+    let broker = shared.config.broker;
+    let (read, write) = stream.into_split();
+    let mut conn = Connection {
+        ctx: RequestContext {
+            broker,
+            connection_id,
+            peer,
+            processor: shared.index,
+        },
+        codec: KafkaFrameCodec::new(shared.config.max_frame_size),
+        read_buf: BytesMut::with_capacity(READ_CHUNK),
+        writer: write,
+        order: ResponseOrder::new(shared.config.max_in_flight_per_connection),
+        completions,
+        last_activity: Instant::now(),
+        shared,
+    };
+    let reason = conn.drive(read).await;
+    match reason {
+        CloseReason::PeerClosed | CloseReason::Shutdown => {
+            tracing::debug!(broker, connection_id, %peer, %reason, "connection closed");
+        }
+        _ => tracing::info!(broker, connection_id, %peer, %reason, "closing connection"),
+    }
+    connection_id
+}
+
+struct Connection {
+    shared: Arc<ProcessorShared>,
+    ctx: RequestContext,
+    codec: KafkaFrameCodec,
+    read_buf: BytesMut,
+    writer: OwnedWriteHalf,
+    completions: mpsc::UnboundedReceiver<Completion>,
+    /// Sequence numbers and the reorder buffer of this connection's responses.
+    order: ResponseOrder<Outcome>,
+    /// When the last complete request was read or the last response written.
+    last_activity: Instant,
+}
+
+impl Connection {
+    async fn drive(&mut self, mut read: tokio::net::tcp::OwnedReadHalf) -> CloseReason {
+        loop {
+            if let Err(reason) = self.write_ready().await {
+                return reason;
+            }
+            // Take the whole frames already buffered, up to the in-flight limit.
+            while self.order.has_room() {
+                match self.codec.decode(&mut self.read_buf) {
+                    Ok(Some(frame)) => {
+                        self.last_activity = Instant::now();
+                        if let Err(reason) = self.on_frame(frame).await {
+                            return reason;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return e.into(),
+                }
+            }
+            if self.order.next_is_ready() {
+                continue;
+            }
+            let can_read = self.order.has_room();
+            let config = &self.shared.config;
+            let deadline = if self.order.in_flight() > 0 {
+                None
+            } else if self.read_buf.is_empty() {
+                Some((self.last_activity + config.idle_timeout, CloseReason::Idle))
+            } else {
+                Some((
+                    self.last_activity + config.read_timeout,
+                    CloseReason::ReadTimeout,
+                ))
+            };
+            let (sleep_until, on_timeout) = match deadline {
+                Some((at, reason)) => (at, Some(reason)),
+                None => (Instant::now() + config.idle_timeout, None),
+            };
+            if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK {
+                self.read_buf.reserve(READ_CHUNK);
+            }
+            tokio::select! {
+                r = read.read_buf(&mut self.read_buf), if can_read => match r {
+                    Ok(0) => return CloseReason::PeerClosed,
+                    Ok(_) => {}
+                    Err(e) => return CloseReason::Frame(e.into()),
+                },
+                c = self.completions.recv() => match c {
+                    Some(c) => {
+                        self.order.finish(c.seq, c.outcome);
+                    }
+                    None => return CloseReason::Shutdown,
+                },
+                _ = tokio::time::sleep_until(sleep_until), if on_timeout.is_some() => {
+                    if let Some(reason) = on_timeout {
+                        return reason;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes every completion that is next in request order.
+    async fn write_ready(&mut self) -> Result<(), CloseReason> {
+        while let Some(outcome) = self.order.pop_next() {
+            match outcome {
+                Outcome::Frame(chunks) => {
+                    let write_timeout = self.shared.config.write_timeout;
+                    match write_chunks(&mut self.writer, chunks, write_timeout).await {
+                        Ok(()) => self.last_activity = Instant::now(),
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                            return Err(CloseReason::WriteTimeout)
+                        }
+                        Err(e) => return Err(CloseReason::Write(e)),
+                    }
+                }
+                Outcome::NoResponse => {}
+                Outcome::Close(reason) => return Err(reason),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one request frame: refuses what the handler does not support, answers an
+    /// unsupported ApiVersions version itself, and queues the rest for the handler workers.
+    async fn on_frame(&mut self, frame: bytes::Bytes) -> Result<(), CloseReason> {
+        let broker = self.ctx.broker;
+        let (key, version, correlation_id) = peek_request_header(&frame)?;
+        let apis = &self.shared.apis;
+        let api_key = match ApiKey::try_from(key) {
+            Ok(k) if apis.range(k).is_some() => k,
+            _ => return Err(CloseReason::UnknownApiKey(key)),
+        };
+        if !apis.supports(api_key, version) {
+            if api_key != ApiKey::ApiVersions {
+                return Err(CloseReason::UnsupportedVersion {
+                    api_key: key,
+                    version,
+                });
+            }
+            tracing::debug!(
+                broker,
+                api_key = key,
+                api_version = version,
+                correlation_id,
+                "unsupported ApiVersions version, answering UNSUPPORTED_VERSION as v0"
+            );
+            let body = apis.unsupported_version_response();
+            let chunks = encode_api_versions(0, correlation_id, &body)?;
+            let seq = self.take_seq()?;
+            self.order.finish(seq, Outcome::Frame(chunks));
+            return Ok(());
+        }
+        let mut rest = frame;
+        let header = RequestHeader::decode_auto(&mut rest)?;
+        let body = RequestBody::decode(api_key, version, &mut rest)?;
+        tracing::trace!(
+            broker,
+            api_key = key,
+            api_version = version,
+            correlation_id,
+            "request read"
+        );
+        let seq = self.take_seq()?;
+        let request = QueuedRequest {
+            ctx: self.ctx.clone(),
+            seq,
+            api_key,
+            header,
+            body,
+        };
+        // A full channel blocks this connection only (back-pressure); the others of the
+        // processor keep going.
+        self.shared
+            .request_tx
+            .send(request)
+            .await
+            .map_err(|_| CloseReason::Shutdown)
+    }
+
+    /// The next sequence number; the caller only takes a frame when there is room.
+    fn take_seq(&mut self) -> Result<u64, CloseReason> {
+        self.order.start().ok_or(CloseReason::Internal(
+            "request taken beyond the in-flight limit",
+        ))
+    }
+}

@@ -1,0 +1,361 @@
+//! The controller → broker channel (KAFKA-NOTES §6, `ControllerChannelManager`): the
+//! [`BrokerChannel`] trait that carries one `kafka-wire` LeaderAndIsr / UpdateMetadata /
+//! StopReplica request to a broker and brings its response back, the [`ChannelManager`] that
+//! gives every broker one FIFO queue with one request in flight, retrying **the same item**
+//! with a backoff until it succeeds or the broker is removed, and [`MemoryBrokerChannel`], an
+//! in-memory channel for tests that records requests and can fail them on demand.
+//!
+//! Per-broker FIFO is what keeps UpdateMetadata ahead of LeaderAndIsr on failover and start-up
+//! (KAFKA-NOTES §13.9): a failed item is never dropped or overtaken.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kafka_wire::messages::{LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse};
+use kafka_wire::{RequestBody, ResponseBody};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::context::{BrokerId, BrokerInfo};
+use crate::request_batch::{BrokerRequest, ControlRequest, ControlVersions};
+
+/// Why one send to a broker failed (the manager retries it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    /// The broker could not be reached or did not answer in time.
+    #[error("broker {broker} unreachable: {reason}")]
+    Unreachable {
+        /// The broker.
+        broker: BrokerId,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The broker answered with a body that does not match the request.
+    #[error("broker {broker} sent an unexpected response")]
+    UnexpectedResponse {
+        /// The broker.
+        broker: BrokerId,
+    },
+}
+
+/// Carries a control request to one broker and returns its response. Object safe: the
+/// controller holds an `Arc<dyn BrokerChannel>`.
+#[async_trait]
+pub trait BrokerChannel: Send + Sync {
+    /// Sends `request` at `version` to `broker` and waits for its response.
+    async fn send(
+        &self,
+        broker: &BrokerInfo,
+        version: i16,
+        request: &RequestBody,
+    ) -> Result<ResponseBody, ChannelError>;
+}
+
+/// A response delivered back to the controller (as Kafka's `*ResponseReceived` events).
+#[derive(Debug, Clone)]
+pub struct DeliveredResponse {
+    /// The broker that answered.
+    pub broker: BrokerId,
+    /// The request as the controller built it.
+    pub request: Arc<ControlRequest>,
+    /// The broker's answer.
+    pub response: ResponseBody,
+}
+
+/// Retry policy of the [`ChannelManager`].
+#[derive(Debug, Clone, Copy)]
+pub struct ChannelConfig {
+    /// Wire versions of the control requests.
+    pub versions: ControlVersions,
+    /// Pause before retrying a failed item (Kafka: 100 ms after a failed connect).
+    pub retry_backoff: Duration,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        Self {
+            versions: ControlVersions::KAFKA_2_8,
+            retry_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+struct BrokerQueue {
+    tx: mpsc::UnboundedSender<Arc<ControlRequest>>,
+    task: JoinHandle<()>,
+}
+
+/// One FIFO queue and one in-flight request per broker (`ControllerChannelManager`).
+/// Must be used inside a tokio runtime.
+pub struct ChannelManager {
+    channel: Arc<dyn BrokerChannel>,
+    config: ChannelConfig,
+    listener: String,
+    responses: mpsc::UnboundedSender<DeliveredResponse>,
+    queues: HashMap<BrokerId, BrokerQueue>,
+}
+
+impl std::fmt::Debug for ChannelManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelManager")
+            .field("brokers", &self.queues.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ChannelManager {
+    /// A manager sending over `channel`, converting requests at `config.versions` with the
+    /// endpoints of `listener`, and delivering responses to `responses`.
+    pub fn new(
+        channel: Arc<dyn BrokerChannel>,
+        config: ChannelConfig,
+        listener: &str,
+        responses: mpsc::UnboundedSender<DeliveredResponse>,
+    ) -> Self {
+        Self {
+            channel,
+            config,
+            listener: listener.to_string(),
+            responses,
+            queues: HashMap::new(),
+        }
+    }
+
+    /// Starts the queue of `broker` (a no-op if it has one).
+    pub fn add_broker(&mut self, broker: BrokerInfo) {
+        if self.queues.contains_key(&broker.id) {
+            return;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(send_loop(
+            self.channel.clone(),
+            broker.clone(),
+            rx,
+            self.responses.clone(),
+            self.config,
+            self.listener.clone(),
+        ));
+        self.queues.insert(broker.id, BrokerQueue { tx, task });
+    }
+
+    /// Stops the queue of `broker`, dropping what it still holds (the broker left).
+    pub fn remove_broker(&mut self, broker: BrokerId) {
+        if let Some(q) = self.queues.remove(&broker) {
+            q.task.abort();
+        }
+    }
+
+    /// Stops every queue (the controller resigned).
+    pub fn shutdown(&mut self) {
+        for (_, q) in self.queues.drain() {
+            q.task.abort();
+        }
+    }
+
+    /// True if `broker` has a queue.
+    pub fn has_broker(&self, broker: BrokerId) -> bool {
+        self.queues.contains_key(&broker)
+    }
+
+    /// Queues the requests of a batch, in order, each on its broker's queue (the conversion to
+    /// `kafka-wire` bodies happens on the queue's task, off the event loop). Requests for a
+    /// broker without a queue are dropped (Kafka logs and drops them too).
+    pub fn enqueue(&mut self, requests: Vec<BrokerRequest>) {
+        for r in requests {
+            let Some(q) = self.queues.get(&r.broker) else {
+                tracing::warn!(broker = r.broker, "no queue for broker; request dropped");
+                continue;
+            };
+            let _ = q.tx.send(Arc::new(r.request));
+        }
+    }
+}
+
+impl Drop for ChannelManager {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn send_loop(
+    channel: Arc<dyn BrokerChannel>,
+    broker: BrokerInfo,
+    mut rx: mpsc::UnboundedReceiver<Arc<ControlRequest>>,
+    responses: mpsc::UnboundedSender<DeliveredResponse>,
+    config: ChannelConfig,
+    listener: String,
+) {
+    while let Some(request) = rx.recv().await {
+        let bodies = match request.to_wire(config.versions, &listener) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(broker = broker.id, error = %e, "request cannot be encoded");
+                continue;
+            }
+        };
+        for (version, body) in bodies {
+            loop {
+                match channel.send(&broker, version, &body).await {
+                    Ok(response) => {
+                        let _ = responses.send(DeliveredResponse {
+                            broker: broker.id,
+                            request: request.clone(),
+                            response,
+                        });
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(broker = broker.id, error = %e,
+                            "control request failed; retrying");
+                        tokio::time::sleep(config.retry_backoff).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A request a [`MemoryBrokerChannel`] received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentRequest {
+    /// The destination broker.
+    pub broker: BrokerId,
+    /// The wire version.
+    pub version: i16,
+    /// The request.
+    pub body: RequestBody,
+}
+
+#[derive(Default)]
+struct MemoryState {
+    not_recording: bool,
+    delivered: usize,
+    sent: Vec<SentRequest>,
+    failures: BTreeMap<BrokerId, usize>,
+    down: std::collections::BTreeSet<BrokerId>,
+    attempts: usize,
+}
+
+/// An in-memory [`BrokerChannel`]: records every delivered request and answers it with an
+/// error-free response; tests can make a broker fail its next sends or be unreachable.
+#[derive(Clone, Default)]
+pub struct MemoryBrokerChannel {
+    state: Arc<Mutex<MemoryState>>,
+}
+
+impl std::fmt::Debug for MemoryBrokerChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBrokerChannel").finish()
+    }
+}
+
+impl MemoryBrokerChannel {
+    /// An empty channel.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every request delivered so far, in delivery order.
+    pub fn sent(&self) -> Vec<SentRequest> {
+        self.lock().sent.clone()
+    }
+
+    /// The requests delivered to `broker`, in order.
+    pub fn sent_to(&self, broker: BrokerId) -> Vec<SentRequest> {
+        self.lock()
+            .sent
+            .iter()
+            .filter(|r| r.broker == broker)
+            .cloned()
+            .collect()
+    }
+
+    /// Stops (`false`) or resumes (`true`) recording delivered requests; they are still
+    /// counted by [`delivered`](Self::delivered).
+    pub fn set_recording(&self, on: bool) {
+        self.lock().not_recording = !on;
+    }
+
+    /// Number of requests delivered so far.
+    pub fn delivered(&self) -> usize {
+        self.lock().delivered
+    }
+
+    /// Forgets the recorded requests.
+    pub fn clear(&self) {
+        self.lock().sent.clear();
+    }
+
+    /// Send attempts so far, failed ones included.
+    pub fn attempts(&self) -> usize {
+        self.lock().attempts
+    }
+
+    /// The next `n` sends to `broker` fail (and are retried by the manager).
+    pub fn fail_next(&self, broker: BrokerId, n: usize) {
+        *self.lock().failures.entry(broker).or_default() += n;
+    }
+
+    /// Makes `broker` unreachable (`true`) or reachable again (`false`).
+    pub fn set_down(&self, broker: BrokerId, down: bool) {
+        let mut s = self.lock();
+        if down {
+            s.down.insert(broker);
+        } else {
+            s.down.remove(&broker);
+        }
+    }
+}
+
+#[async_trait]
+impl BrokerChannel for MemoryBrokerChannel {
+    async fn send(
+        &self,
+        broker: &BrokerInfo,
+        version: i16,
+        request: &RequestBody,
+    ) -> Result<ResponseBody, ChannelError> {
+        let mut s = self.lock();
+        s.attempts += 1;
+        let unreachable = |reason: &str| ChannelError::Unreachable {
+            broker: broker.id,
+            reason: reason.to_string(),
+        };
+        if s.down.contains(&broker.id) {
+            return Err(unreachable("down"));
+        }
+        if let Some(n) = s.failures.get_mut(&broker.id) {
+            if *n > 0 {
+                *n -= 1;
+                return Err(unreachable("injected failure"));
+            }
+        }
+        let response = match request {
+            RequestBody::LeaderAndIsr(_) => {
+                ResponseBody::LeaderAndIsr(LeaderAndIsrResponse::default())
+            }
+            RequestBody::UpdateMetadata(_) => {
+                ResponseBody::UpdateMetadata(UpdateMetadataResponse::default())
+            }
+            RequestBody::StopReplica(_) => {
+                ResponseBody::StopReplica(StopReplicaResponse::default())
+            }
+            _ => return Err(ChannelError::UnexpectedResponse { broker: broker.id }),
+        };
+        s.delivered += 1;
+        if !s.not_recording {
+            s.sent.push(SentRequest {
+                broker: broker.id,
+                version,
+                body: request.clone(),
+            });
+        }
+        Ok(response)
+    }
+}

@@ -1,0 +1,135 @@
+//! Topic creation (K2.2): on a change of `/brokers/topics`, new topics' partitions go New →
+//! Online (the first live assigned replica leads, ISR = the live assigned replicas, the state
+//! znode is created), their replicas New → Online, and LeaderAndIsr goes to the replicas.
+
+use futures::future::join_all;
+
+use crate::context::{PartitionReplica, TopicPartition};
+use crate::election::ElectionStrategy;
+use crate::partition_state_machine::{handle_state_changes as partition_changes, PartitionState};
+use crate::replica_state_machine::{handle_state_changes as replica_changes, ReplicaState};
+use crate::zk_data::{paths, TopicAssignment};
+
+use super::failover::children_or_empty;
+use super::store::assignment_from_znode;
+use super::{Controller, ControllerError};
+
+impl Controller {
+    /// `TopicChange`: reads `/brokers/topics` (watching again), forgets topics that are gone
+    /// and creates the partitions of new ones (K2.2, `onNewPartitionCreation`).
+    pub(super) async fn process_topic_change(&mut self) -> Result<(), ControllerError> {
+        let coord = self.zk.coordination().clone();
+        let topics = children_or_empty(&*coord, paths::BROKER_TOPICS, true).await?;
+        let a = self.active()?;
+        let known: Vec<String> = a.ctx.topics().map(str::to_string).collect();
+        for t in &known {
+            if topics.binary_search(t).is_err() && !a.ctx.is_topic_queued_for_deletion(t) {
+                tracing::info!(topic = %t, "topic removed from the store");
+                a.ctx.remove_topic(t);
+            }
+        }
+        let new: Vec<&String> = topics
+            .iter()
+            .filter(|t| a.ctx.topic_assignment(t).is_none())
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let reads = join_all(new.iter().map(|t| {
+            let coord = coord.clone();
+            let path = paths::topic(t);
+            // The data watch reports partitions added later.
+            async move { coord.get_data(&path, true).await }
+        }))
+        .await;
+        let mut partitions: Vec<TopicPartition> = Vec::new();
+        for (t, r) in new.iter().zip(reads) {
+            let bytes = match r {
+                Ok((bytes, _)) => bytes,
+                Err(e) if e.is_no_node() => continue,
+                Err(e) => return Err(e.into()),
+            };
+            match TopicAssignment::from_json(&bytes) {
+                Ok(assignment) => {
+                    let parts = assignment_from_znode(&assignment);
+                    tracing::info!(topic = %t, partitions = parts.len(), "new topic");
+                    a.ctx.set_topic_assignment((*t).clone(), parts);
+                    partitions.extend(a.ctx.partitions_for_topic(t));
+                }
+                Err(e) => tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped"),
+            }
+        }
+        self.on_new_partition_creation(&partitions).await
+    }
+
+    /// `PartitionModifications`: partitions added to an existing topic's znode (watched
+    /// again) are created as in K2.2.
+    pub(super) async fn process_partition_modifications(
+        &mut self,
+        topic: String,
+    ) -> Result<(), ControllerError> {
+        let coord = self.zk.coordination().clone();
+        let bytes = match coord.get_data(&paths::topic(&topic), true).await {
+            Ok((bytes, _)) => bytes,
+            Err(e) if e.is_no_node() => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let a = self.active()?;
+        if a.ctx.is_topic_queued_for_deletion(&topic) || a.ctx.topic_assignment(&topic).is_none() {
+            return Ok(());
+        }
+        let assignment = match TopicAssignment::from_json(&bytes) {
+            Ok(x) => assignment_from_znode(&x),
+            Err(e) => {
+                tracing::warn!(topic = %topic, error = %e, "malformed topic znode; ignored");
+                return Ok(());
+            }
+        };
+        let mut added = Vec::new();
+        for (p, replicas) in assignment {
+            let tp = TopicPartition::new(topic.as_str(), p);
+            if a.ctx.partition_assignment(&tp).is_none() {
+                a.ctx.set_partition_assignment(&tp, replicas);
+                added.push(tp);
+            }
+        }
+        if added.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(topic = %topic, partitions = added.len(), "partitions added");
+        self.on_new_partition_creation(&added).await
+    }
+
+    /// K2.2 (`onNewPartitionCreation`): partitions → New, replicas → New, partitions → Online
+    /// (state znodes created), replicas → Online; LeaderAndIsr to the replicas.
+    async fn on_new_partition_creation(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<(), ControllerError> {
+        let retries = self.config.max_cas_retries;
+        let a = self.active()?;
+        let replicas: Vec<PartitionReplica> = partitions
+            .iter()
+            .flat_map(|tp| {
+                a.ctx
+                    .partition_replicas(tp)
+                    .into_iter()
+                    .map(|b| PartitionReplica::new(tp.clone(), b))
+            })
+            .collect();
+        partition_changes(&mut a.ctx, partitions, PartitionState::New, None);
+        replica_changes(&mut a.ctx, &mut a.batch, &replicas, ReplicaState::New);
+        let pass = partition_changes(
+            &mut a.ctx,
+            partitions,
+            PartitionState::Online,
+            Some(ElectionStrategy::Offline {
+                allow_unclean: false,
+            }),
+        );
+        a.run_partition_pass(pass, retries).await?;
+        let pass = replica_changes(&mut a.ctx, &mut a.batch, &replicas, ReplicaState::Online);
+        a.run_replica_pass(pass, retries).await?;
+        self.send_batch()
+    }
+}

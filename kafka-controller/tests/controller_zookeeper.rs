@@ -1,0 +1,165 @@
+//! The controller on a real ZooKeeper 3.8 server started by `ha-testkit`: a broker's session
+//! expiry (K1) and the controller's session expiry (K6). Fails under `CI` when ZooKeeper is
+//! missing; skips with a notice otherwise.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
+use kafka_controller::admin;
+use kafka_controller::broker_channel::MemoryBrokerChannel;
+use kafka_controller::context::BrokerId;
+use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
+use kafka_controller::coordination::{Coordination, ZooKeeperCoordination, ZooKeeperOptions};
+use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn options() -> ZooKeeperOptions {
+    ZooKeeperOptions {
+        session_timeout: Duration::from_secs(6),
+        connection_timeout: Duration::from_secs(10),
+    }
+}
+
+fn config(id: BrokerId) -> ControllerConfig {
+    let mut c = ControllerConfig::new(id);
+    c.auto_leader_rebalance_enable = false;
+    c.channel.retry_backoff = Duration::from_millis(10);
+    c
+}
+
+struct ZkBroker {
+    client: Arc<ZooKeeperCoordination>,
+    proxy: TcpProxy,
+    handle: ControllerHandle,
+}
+
+impl ZkBroker {
+    /// Expires this broker's session: cut off, session closed from a second connection,
+    /// reconnected (it then reports `Expired` and opens a new session).
+    async fn expire(&self, zk: &ZkEnsemble) -> Result<(), Box<dyn std::error::Error>> {
+        self.proxy.pause();
+        let closed = self.client.close_session_at(&zk.connect_string()).await;
+        self.proxy.resume();
+        Ok(closed?)
+    }
+}
+
+async fn start_broker(
+    zk: &ZkEnsemble,
+    id: BrokerId,
+    channel: &MemoryBrokerChannel,
+) -> Result<ZkBroker, Box<dyn std::error::Error>> {
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
+    let client =
+        Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
+    let kzk = KafkaZkClient::new(client.clone());
+    kzk.create_persistent_paths().await?;
+    kzk.register_broker(
+        id,
+        &BrokerRegistration::plaintext("localhost", 9092, None, 0),
+    )
+    .await?;
+    let handle = Controller::start(config(id), client.clone(), Arc::new(channel.clone()));
+    Ok(ZkBroker {
+        client,
+        proxy,
+        handle,
+    })
+}
+
+async fn leader(admin: &ZooKeeperCoordination, topic: &str, p: i32) -> Option<i32> {
+    let (data, _) = admin
+        .get_data(&paths::partition_state(topic, p), false)
+        .await
+        .ok()?;
+    PartitionStateZNode::from_json(&data).ok().map(|s| s.leader)
+}
+
+async fn eventually<F, Fut>(what: &str, mut f: F) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
+    while tokio::time::Instant::now() < deadline {
+        if f().await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(format!("timed out waiting for {what}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k1_on_zookeeper_a_broker_session_expiry_moves_its_leaderships() -> TestResult {
+    if !require_zookeeper("k1_on_zookeeper_a_broker_session_expiry_moves_its_leaderships")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let channel = MemoryBrokerChannel::new();
+    let b1 = start_broker(&zk, 1, &channel).await?;
+    b1.handle
+        .wait_active(Duration::from_secs(30))
+        .await
+        .ok_or("broker 1 not elected")?;
+    let b2 = start_broker(&zk, 2, &channel).await?;
+    let b3 = start_broker(&zk, 3, &channel).await?;
+    let admin_client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
+    admin::create_topic_with_assignment(
+        &admin_client,
+        "t",
+        &BTreeMap::from([(0, vec![2, 1, 3]), (1, vec![2, 3, 1])]),
+    )
+    .await?;
+    eventually("t led by 2", || async {
+        leader(&admin_client, "t", 0).await == Some(2)
+            && leader(&admin_client, "t", 1).await == Some(2)
+    })
+    .await?;
+    b2.expire(&zk).await?;
+    eventually("leaderships moved off 2", || async {
+        leader(&admin_client, "t", 0).await == Some(1)
+            && leader(&admin_client, "t", 1).await == Some(3)
+    })
+    .await?;
+    for b in [&b1, &b2, &b3] {
+        b.handle.shutdown();
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_higher_epoch(
+) -> TestResult {
+    if !require_zookeeper(
+        "k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_higher_epoch",
+    )? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let channel = MemoryBrokerChannel::new();
+    let b1 = start_broker(&zk, 1, &channel).await?;
+    let first = b1
+        .handle
+        .wait_active(Duration::from_secs(30))
+        .await
+        .ok_or("broker 1 not elected")?;
+    let b2 = start_broker(&zk, 2, &channel).await?;
+    b1.expire(&zk).await?;
+    eventually("a controller with a higher epoch", || async {
+        [&b1, &b2]
+            .iter()
+            .any(|b| b.handle.status().active_epoch.is_some_and(|e| e > first))
+    })
+    .await?;
+    let kzk = KafkaZkClient::new(b2.client.clone());
+    let epoch = kzk.controller_epoch().await?.ok_or("no epoch")?;
+    assert!(epoch.epoch > first);
+    for b in [&b1, &b2] {
+        b.handle.shutdown();
+    }
+    Ok(())
+}

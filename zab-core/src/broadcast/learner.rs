@@ -1,0 +1,260 @@
+//! [`LearnerBroadcast`]: a follower or observer through synchronisation and broadcast
+//! (ZAB-NOTES §7.2 phases 2 and 3).
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::BroadcastAction;
+use crate::discovery::{epoch_zxid, packet_type, zxid_epoch, QuorumPacket};
+use crate::txnlog::{Snapshot, Txn};
+use crate::types::ServerId;
+use crate::zxid::Zxid;
+
+/// Options of a [`LearnerBroadcast`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LearnerOptions {
+    /// Whether a [`LearnerDiscovery`](crate::discovery::LearnerDiscovery) hands the leader's
+    /// broadcast traffic after NEWLEADER (PROPOSAL, COMMIT, INFORM, SYNC) to its
+    /// [`LearnerBroadcast`]. Off by default: a driver without a transaction log must not
+    /// acknowledge writes it does not keep, so it ignores them. A [`LearnerBroadcast`] used
+    /// directly always handles them.
+    pub follow_broadcast: bool,
+    /// **Test-only, a planted bug.** Acknowledge NEWLEADER before persisting the synced
+    /// transactions and `currentEpoch` (the order ZOOKEEPER-3911 fixed). A crash right after
+    /// the acknowledgement then loses transactions the leader counts as committed. Exists so
+    /// that tests can show the crash schedules catch it.
+    #[cfg(feature = "broken-sync-for-tests")]
+    pub ack_newleader_before_persist: bool,
+}
+
+impl LearnerOptions {
+    /// These options with [`follow_broadcast`](Self::follow_broadcast) set to `on`.
+    pub fn with_follow_broadcast(mut self, on: bool) -> Self {
+        self.follow_broadcast = on;
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for DIFF / TRUNC / SNAP.
+    AwaitingPlan,
+    /// Receiving the sync PROPOSAL / COMMIT pairs until NEWLEADER.
+    Syncing,
+    /// NEWLEADER acknowledged; waiting for UPTODATE (proposals are already broadcast ones).
+    Synced,
+    /// UPTODATE received: serving.
+    Broadcast,
+    /// Gave up.
+    Left,
+}
+
+/// A learner (follower or observer) after its ACKEPOCH: synchronisation, then broadcast.
+#[derive(Debug)]
+pub struct LearnerBroadcast {
+    leader: ServerId,
+    observer: bool,
+    epoch: i64,
+    #[cfg_attr(not(feature = "broken-sync-for-tests"), allow(dead_code))]
+    options: LearnerOptions,
+    phase: Phase,
+    /// Last zxid logged or queued for logging.
+    last_logged: Zxid,
+    /// Sync proposals received, not yet logged (logged on NEWLEADER).
+    sync_pending: Vec<Txn>,
+    /// How many of `sync_pending` were committed during sync (a prefix).
+    sync_committed: usize,
+    /// Logged proposals waiting for their COMMIT, oldest first.
+    uncommitted: VecDeque<Txn>,
+    actions: VecDeque<BroadcastAction>,
+}
+
+impl LearnerBroadcast {
+    /// A learner of `leader` in the new `epoch`, whose log ends at `last_logged`.
+    pub fn new(
+        leader: ServerId,
+        observer: bool,
+        epoch: i64,
+        last_logged: Zxid,
+        options: LearnerOptions,
+    ) -> Self {
+        Self {
+            leader,
+            observer,
+            epoch,
+            options,
+            phase: Phase::AwaitingPlan,
+            last_logged,
+            sync_pending: Vec::new(),
+            sync_committed: 0,
+            uncommitted: VecDeque::new(),
+            actions: VecDeque::new(),
+        }
+    }
+
+    /// The leader.
+    pub fn leader(&self) -> ServerId {
+        self.leader
+    }
+
+    /// Whether UPTODATE arrived.
+    pub fn is_established(&self) -> bool {
+        self.phase == Phase::Broadcast
+    }
+
+    /// The last zxid this learner logged (or asked to log).
+    pub fn last_logged(&self) -> Zxid {
+        self.last_logged
+    }
+
+    fn send(&mut self, packet: QuorumPacket) {
+        let to = self.leader;
+        self.actions.push_back(BroadcastAction::Send { to, packet });
+    }
+
+    fn abandon(&mut self, reason: &'static str) {
+        if self.phase != Phase::Left {
+            self.phase = Phase::Left;
+            self.actions.push_back(BroadcastAction::Abandon { reason });
+        }
+    }
+
+    /// Forwards a client write to the leader (REQUEST). Reads are served locally.
+    pub fn submit(&mut self, data: Bytes) {
+        if self.phase == Phase::Broadcast {
+            self.send(QuorumPacket::with_data(packet_type::REQUEST, -1, data));
+        }
+    }
+
+    /// Asks for a `sync` barrier: [`BroadcastAction::SyncDone`] follows once every write the
+    /// leader committed before answering has been applied here.
+    pub fn sync(&mut self) {
+        if self.phase == Phase::Broadcast {
+            self.send(QuorumPacket::new(packet_type::SYNC, -1));
+        }
+    }
+
+    /// A packet from the leader.
+    pub fn handle_packet(&mut self, p: QuorumPacket) {
+        let zxid = Zxid(p.zxid);
+        match (self.phase, p.kind) {
+            (Phase::Left, _) => {}
+            (Phase::AwaitingPlan, packet_type::DIFF) => self.phase = Phase::Syncing,
+            (Phase::AwaitingPlan, packet_type::TRUNC) => {
+                self.actions.push_back(BroadcastAction::Truncate(zxid));
+                self.last_logged = zxid;
+                self.phase = Phase::Syncing;
+            }
+            (Phase::AwaitingPlan, packet_type::SNAP) => {
+                let data = p.data.unwrap_or_default();
+                self.actions
+                    .push_back(BroadcastAction::RestoreSnapshot(Snapshot { zxid, data }));
+                self.last_logged = zxid;
+                self.phase = Phase::Syncing;
+            }
+            (Phase::Syncing, packet_type::PROPOSAL) => {
+                if zxid <= self.last_logged {
+                    return self.abandon("sync proposal out of zxid order");
+                }
+                self.last_logged = zxid;
+                self.sync_pending
+                    .push(Txn::new(zxid, p.data.unwrap_or_default()));
+            }
+            (Phase::Syncing, packet_type::COMMIT) => {
+                match self.sync_pending.get(self.sync_committed) {
+                    Some(t) if t.zxid == zxid => self.sync_committed += 1,
+                    _ => self.abandon("sync commit out of order"),
+                }
+            }
+            (Phase::Syncing, packet_type::NEWLEADER) => {
+                if zxid_epoch(p.zxid) != self.epoch {
+                    return self.abandon("NEWLEADER for another epoch");
+                }
+                self.on_newleader();
+            }
+            (Phase::Synced, packet_type::UPTODATE) => {
+                self.send(QuorumPacket::new(packet_type::ACK, epoch_zxid(self.epoch)));
+                self.phase = Phase::Broadcast;
+                let epoch = self.epoch;
+                self.actions
+                    .push_back(BroadcastAction::Established { epoch });
+            }
+            (Phase::Synced | Phase::Broadcast, packet_type::PROPOSAL) if !self.observer => {
+                if zxid <= self.last_logged {
+                    return self.abandon("proposal out of zxid order");
+                }
+                let t = Txn::new(zxid, p.data.unwrap_or_default());
+                self.last_logged = zxid;
+                // Log first: the ACK after it vouches for a durable write (Z2).
+                self.actions
+                    .push_back(BroadcastAction::Log(vec![t.clone()]));
+                self.send(QuorumPacket::new(packet_type::ACK, zxid.0));
+                self.uncommitted.push_back(t);
+            }
+            (Phase::Synced | Phase::Broadcast, packet_type::COMMIT) if !self.observer => {
+                match self.uncommitted.front() {
+                    Some(t) if t.zxid == zxid => {
+                        if let Some(t) = self.uncommitted.pop_front() {
+                            self.actions.push_back(BroadcastAction::Apply(t));
+                        }
+                    }
+                    _ => self.abandon("commit out of zxid order"),
+                }
+            }
+            (Phase::Synced | Phase::Broadcast, packet_type::INFORM) if self.observer => {
+                if zxid <= self.last_logged {
+                    return self.abandon("inform out of zxid order");
+                }
+                let t = Txn::new(zxid, p.data.unwrap_or_default());
+                self.last_logged = zxid;
+                self.actions
+                    .push_back(BroadcastAction::Log(vec![t.clone()]));
+                self.actions.push_back(BroadcastAction::Apply(t));
+            }
+            (Phase::Broadcast, packet_type::SYNC) => {
+                self.actions.push_back(BroadcastAction::SyncDone { zxid });
+            }
+            // Heartbeats are the discovery layer's; anything else is out of place.
+            (_, packet_type::PING) => {}
+            _ => self.abandon("unexpected packet during sync or broadcast"),
+        }
+    }
+
+    /// ZOOKEEPER-3911: persist the synced transactions, then `currentEpoch`, then ACK.
+    fn on_newleader(&mut self) {
+        let pending = std::mem::take(&mut self.sync_pending);
+        let committed = self.sync_committed;
+        self.sync_committed = 0;
+        let ack = QuorumPacket::new(packet_type::ACK, epoch_zxid(self.epoch));
+        #[cfg(feature = "broken-sync-for-tests")]
+        if self.options.ack_newleader_before_persist {
+            self.send(ack.clone());
+            self.persist_synced(pending, committed);
+            self.phase = Phase::Synced;
+            return;
+        }
+        self.persist_synced(pending, committed);
+        self.send(ack);
+        self.phase = Phase::Synced;
+    }
+
+    fn persist_synced(&mut self, pending: Vec<Txn>, committed: usize) {
+        if !pending.is_empty() {
+            self.actions
+                .push_back(BroadcastAction::Log(pending.clone()));
+        }
+        let mut rest = pending.into_iter();
+        for t in rest.by_ref().take(committed) {
+            self.actions.push_back(BroadcastAction::Apply(t));
+        }
+        self.uncommitted.extend(rest);
+        self.actions
+            .push_back(BroadcastAction::PersistCurrentEpoch(self.epoch));
+    }
+
+    /// The next action for the driver.
+    pub fn poll_action(&mut self) -> Option<BroadcastAction> {
+        self.actions.pop_front()
+    }
+}

@@ -1,0 +1,105 @@
+//! [`MemoryTxnLog`]: a transaction log in memory, for tests and simulations. Clones share one
+//! log, so a test can keep a handle across a simulated crash; [`MemoryTxnLog::crash`] drops what
+//! was appended but not yet synced under [`FsyncPolicy::OnSync`].
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use super::{check_append, FsyncPolicy, Snapshot, Txn, TxnLog, TxnLogError};
+use crate::zxid::Zxid;
+
+#[derive(Debug, Default)]
+struct Inner {
+    txns: Vec<Txn>,
+    durable: usize,
+    snapshot: Option<Snapshot>,
+}
+
+/// An in-memory [`TxnLog`]; clones share the same log.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryTxnLog {
+    inner: Arc<Mutex<Inner>>,
+    policy: FsyncPolicy,
+}
+
+impl MemoryTxnLog {
+    /// An empty log that makes every append durable at once.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty log with the given fsync policy.
+    pub fn with_policy(policy: FsyncPolicy) -> Self {
+        Self {
+            inner: Arc::default(),
+            policy,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Simulates a crash: transactions appended since the last sync are lost.
+    pub fn crash(&self) {
+        let mut g = self.lock();
+        let keep = g.durable;
+        g.txns.truncate(keep);
+    }
+
+    /// Every logged transaction, in order.
+    pub fn txns(&self) -> Vec<Txn> {
+        self.lock().txns.clone()
+    }
+}
+
+impl TxnLog for MemoryTxnLog {
+    fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        let mut g = self.lock();
+        check_append(g.txns.last().map(|t| t.zxid), txns)?;
+        g.txns.extend_from_slice(txns);
+        if self.policy == FsyncPolicy::EveryAppend {
+            g.durable = g.txns.len();
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), TxnLogError> {
+        let mut g = self.lock();
+        g.durable = g.txns.len();
+        Ok(())
+    }
+
+    fn last_zxid(&self) -> Zxid {
+        let g = self.lock();
+        let log = g.txns.last().map(|t| t.zxid).unwrap_or(Zxid::ZERO);
+        let snap = g.snapshot.as_ref().map(|s| s.zxid).unwrap_or(Zxid::ZERO);
+        log.max(snap)
+    }
+
+    fn first_zxid(&self) -> Option<Zxid> {
+        self.lock().txns.first().map(|t| t.zxid)
+    }
+
+    fn read_after(&self, after: Zxid) -> Result<Vec<Txn>, TxnLogError> {
+        let g = self.lock();
+        let i = g.txns.partition_point(|t| t.zxid <= after);
+        Ok(g.txns[i..].to_vec())
+    }
+
+    fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError> {
+        let mut g = self.lock();
+        let i = g.txns.partition_point(|t| t.zxid <= to);
+        g.txns.truncate(i);
+        g.durable = g.durable.min(i);
+        Ok(())
+    }
+
+    fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), TxnLogError> {
+        self.lock().snapshot = Some(snapshot.clone());
+        Ok(())
+    }
+
+    fn latest_snapshot(&self) -> Result<Option<Snapshot>, TxnLogError> {
+        Ok(self.lock().snapshot.clone())
+    }
+}

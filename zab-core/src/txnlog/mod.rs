@@ -1,0 +1,124 @@
+//! The transaction log: the [`TxnLog`] storage trait (append with an fsync policy, read after a
+//! zxid, truncate, last zxid, snapshots) with an in-memory ([`MemoryTxnLog`]) and a file
+//! ([`FileTxnLog`]) implementation. Recovery and broadcast (ZAB-NOTES §7) write proposals here
+//! before acknowledging them, and choose DIFF / TRUNC / SNAP from what it holds.
+//!
+//! The trait is synchronous: a file log blocks on disk writes, so an async driver calls it
+//! from a blocking context.
+
+mod error;
+mod file;
+mod memory;
+
+pub use error::TxnLogError;
+pub use file::FileTxnLog;
+pub use memory::MemoryTxnLog;
+
+use bytes::Bytes;
+
+use crate::zxid::Zxid;
+
+/// Largest transaction payload a log accepts or reads back (16 MiB): a corrupt length field
+/// never makes us allocate more.
+pub const MAX_TXN_DATA: usize = 16 << 20;
+
+/// Largest snapshot a file log reads back (1 GiB).
+pub const MAX_SNAPSHOT_DATA: usize = 1 << 30;
+
+/// One transaction: its zxid (`epoch << 32 | counter`, assigned by the leader) and its opaque
+/// payload, which only the embedder's [`StateMachine`](crate::state_machine::StateMachine)
+/// interprets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Txn {
+    /// The transaction's zxid.
+    pub zxid: Zxid,
+    /// The payload.
+    pub data: Bytes,
+}
+
+impl Txn {
+    /// A transaction.
+    pub fn new(zxid: Zxid, data: impl Into<Bytes>) -> Self {
+        Self {
+            zxid,
+            data: data.into(),
+        }
+    }
+}
+
+/// A state-machine snapshot: everything applied up to and including `zxid`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The last transaction the snapshot contains.
+    pub zxid: Zxid,
+    /// The serialized state.
+    pub data: Bytes,
+}
+
+/// When appended transactions reach stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// Each [`TxnLog::append`] call is durable when it returns (ZooKeeper's default,
+    /// `forceSync=yes`, one fsync per group of transactions).
+    #[default]
+    EveryAppend,
+    /// Only [`TxnLog::sync`] makes appends durable (`forceSync=no`): faster, and a crash may
+    /// lose acknowledged transactions. For tests and benchmarks.
+    OnSync,
+}
+
+/// Where a server keeps its transactions and snapshots.
+///
+/// Invariants every implementation keeps: zxids in the log strictly increase; the log never
+/// holds a hole a reader could observe; a snapshot replaces its file atomically.
+pub trait TxnLog: Send {
+    /// Appends `txns`, which must have strictly increasing zxids above
+    /// [`last_zxid`](Self::last_zxid) (else [`TxnLogError::OutOfOrder`] and nothing is
+    /// appended). Durable on return under [`FsyncPolicy::EveryAppend`].
+    fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError>;
+
+    /// Makes every appended transaction durable.
+    fn sync(&mut self) -> Result<(), TxnLogError>;
+
+    /// The zxid of the last logged transaction, or of the latest snapshot if that is newer,
+    /// or [`Zxid::ZERO`] when empty. This is the `lastLoggedZxid` of elections (Z4).
+    fn last_zxid(&self) -> Zxid;
+
+    /// The zxid of the oldest transaction still in the log, if any.
+    fn first_zxid(&self) -> Option<Zxid>;
+
+    /// Every logged transaction with a zxid greater than `after`, in order.
+    fn read_after(&self, after: Zxid) -> Result<Vec<Txn>, TxnLogError>;
+
+    /// Removes every transaction with a zxid greater than `to` (TRUNC), durably.
+    fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError>;
+
+    /// Stores `snapshot` atomically and durably (a crash leaves the old or the new one).
+    fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), TxnLogError>;
+
+    /// The newest intact snapshot, if any.
+    fn latest_snapshot(&self) -> Result<Option<Snapshot>, TxnLogError>;
+
+    /// Drops every logged transaction (SNAP sync: the snapshot that follows replaces them).
+    fn clear(&mut self) -> Result<(), TxnLogError> {
+        self.truncate(Zxid::ZERO)
+    }
+}
+
+/// Checks that `txns` can follow `last`: strictly increasing zxids, payloads within limits.
+pub(crate) fn check_append(last: Option<Zxid>, txns: &[Txn]) -> Result<(), TxnLogError> {
+    let mut prev = last;
+    for t in txns {
+        if prev.is_some_and(|p| t.zxid <= p) {
+            return Err(TxnLogError::OutOfOrder {
+                last: prev.unwrap_or(Zxid::ZERO),
+                got: t.zxid,
+            });
+        }
+        if t.data.len() > MAX_TXN_DATA {
+            return Err(TxnLogError::TooLarge { len: t.data.len() });
+        }
+        prev = Some(t.zxid);
+    }
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! `QuorumPeer`s with a transaction log and a state machine on the in-memory mesh (SPEC Z2):
+//! writes submitted to the leader or forwarded by a follower are applied by every server in
+//! the same order; after the leader crashes the next epoch keeps every committed write, and the
+//! restarted server catches up by sync.
+
+#![cfg(feature = "tokio")]
+
+mod peer_support;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use peer_support::{config, settled};
+use zab_core::peer::{PeerHandle, QuorumPeer};
+use zab_core::state_machine::{RecordingStateMachine, SnapshotError, StateMachine};
+use zab_core::store::MemoryElectionStore;
+use zab_core::transport::MemoryNetwork;
+use zab_core::txnlog::{MemoryTxnLog, Snapshot, Txn};
+use zab_core::{ServerId, Zxid};
+
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// A recording state machine the test can read while the peer runs.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<RecordingStateMachine>>);
+
+impl Shared {
+    fn applied(&self) -> Vec<Txn> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .applied
+            .clone()
+    }
+    fn with<R>(&self, f: impl FnOnce(&mut RecordingStateMachine) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl StateMachine for Shared {
+    fn apply(&mut self, txn: &Txn) {
+        self.with(|s| s.apply(txn));
+    }
+    fn last_applied(&self) -> Zxid {
+        self.with(|s| s.last_applied())
+    }
+    fn take_snapshot(&self) -> Snapshot {
+        self.with(|s| s.take_snapshot())
+    }
+    fn restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        self.with(|s| s.restore(snapshot))
+    }
+    fn reset(&mut self) {
+        self.with(|s| s.reset());
+    }
+}
+
+struct Server {
+    store: MemoryElectionStore,
+    log: MemoryTxnLog,
+    sm: Shared,
+}
+
+async fn start(net: &MemoryNetwork, sid: i64, s: &Server) -> PeerHandle {
+    QuorumPeer::new(
+        config(sid, &[1, 2, 3], &[]),
+        net.endpoint(ServerId(sid)),
+        s.store.clone(),
+    )
+    .await
+    .unwrap()
+    .with_replication(Box::new(s.log.clone()), Box::new(s.sm.clone()))
+    .unwrap()
+    .spawn()
+}
+
+async fn wait_applied(servers: &[&Server], n: usize) {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        if servers.iter().all(|s| s.sm.applied().len() >= n) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not applied everywhere: {:?}",
+            servers
+                .iter()
+                .map(|s| s.sm.applied().len())
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn z2_writes_are_applied_everywhere_in_one_order_and_survive_a_leader_crash() {
+    let net = MemoryNetwork::new();
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server {
+            store: MemoryElectionStore::default(),
+            log: MemoryTxnLog::new(),
+            sm: Shared::default(),
+        })
+        .collect();
+    let mut h = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        h.push(start(&net, i as i64 + 1, s).await);
+    }
+    let (leader, epoch) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    assert_eq!(leader, ServerId(3));
+    // Ten writes at the leader, ten forwarded by follower 1.
+    for i in 0..20 {
+        let at = if i % 2 == 0 { 2 } else { 0 };
+        assert!(h[at].propose(format!("w{i}").into()));
+    }
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 20).await;
+    let reference = servers[2].sm.applied();
+    for s in &servers {
+        assert_eq!(s.sm.applied(), reference);
+    }
+    assert!(reference.iter().all(|t| t.zxid.epoch() == epoch));
+    assert!(reference.windows(2).all(|w| w[0].zxid < w[1].zxid));
+
+    // The leader crashes; 2 leads the next epoch with every committed write, and takes more.
+    h[2].kill();
+    let (leader2, epoch2) = settled(&[&h[0], &h[1]], SETTLE).await;
+    assert_eq!(leader2, ServerId(2));
+    assert!(epoch2 > epoch);
+    for i in 20..25 {
+        assert!(h[1].propose(format!("w{i}").into()));
+    }
+    wait_applied(&[&servers[0], &servers[1]], 25).await;
+
+    // 3 restarts from its log and catches up by DIFF.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    servers[2].sm.with(|s| s.reset());
+    h[2] = start(&net, 3, &servers[2]).await;
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 25).await;
+    let reference = servers[1].sm.applied();
+    assert_eq!(reference.len(), 25);
+    for s in &servers {
+        assert_eq!(s.sm.applied(), reference);
+        assert_eq!(s.log.txns(), reference);
+    }
+}
+
+#[tokio::test]
+async fn z2_observer_learns_committed_writes_and_forwards_its_own() {
+    let net = MemoryNetwork::new();
+    let servers: Vec<Server> = (0..4)
+        .map(|_| Server {
+            store: MemoryElectionStore::default(),
+            log: MemoryTxnLog::new(),
+            sm: Shared::default(),
+        })
+        .collect();
+    let mut h = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        let sid = i as i64 + 1;
+        h.push(
+            QuorumPeer::new(
+                config(sid, &[1, 2, 3], &[4]),
+                net.endpoint(ServerId(sid)),
+                s.store.clone(),
+            )
+            .await
+            .unwrap()
+            .with_replication(Box::new(s.log.clone()), Box::new(s.sm.clone()))
+            .unwrap()
+            .spawn(),
+        );
+    }
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    for i in 0..6 {
+        let at = if i % 2 == 0 { 2 } else { 3 };
+        assert!(h[at].propose(format!("w{i}").into()));
+    }
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 6).await;
+    let reference = servers[2].sm.applied();
+    assert_eq!(servers[3].sm.applied(), reference);
+    assert_eq!(servers[3].log.txns(), reference);
+}
