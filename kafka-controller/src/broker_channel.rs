@@ -5,6 +5,10 @@
 //! with a backoff until it succeeds or the broker is removed, and [`MemoryBrokerChannel`], an
 //! in-memory channel for tests that records requests and can fail them on demand.
 //!
+//! An item is retried both when the transport fails and when the broker answers with a
+//! top-level error that means "try again" ([`is_retriable_response_error`]: the broker is not
+//! ready yet, a timeout, ...). Other answers, errors included, go back to the controller.
+//!
 //! Per-broker FIFO is what keeps UpdateMetadata ahead of LeaderAndIsr on failover and start-up
 //! (KAFKA-NOTES §13.9): a failed item is never dropped or overtaken.
 
@@ -13,7 +17,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kafka_wire::messages::{LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse};
+use kafka_wire::error_code::ErrorCode;
+use kafka_wire::messages::leader_and_isr_response::{
+    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
+};
+use kafka_wire::messages::{
+    LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse,
+};
 use kafka_wire::{RequestBody, ResponseBody};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -53,6 +63,33 @@ pub trait BrokerChannel: Send + Sync {
     ) -> Result<ResponseBody, ChannelError>;
 }
 
+/// The top-level error of a control response ([`ErrorCode::None`] for any other body).
+pub fn response_error(response: &ResponseBody) -> ErrorCode {
+    let code = match response {
+        ResponseBody::LeaderAndIsr(r) => r.error_code,
+        ResponseBody::UpdateMetadata(r) => r.error_code,
+        ResponseBody::StopReplica(r) => r.error_code,
+        _ => 0,
+    };
+    ErrorCode::from_code(code)
+}
+
+/// Whether a top-level error in a control response means "send the same request again":
+/// the codes Kafka marks retriable, and `BROKER_NOT_AVAILABLE` (the broker is not ready).
+/// `NOT_CONTROLLER`, `STALE_CONTROLLER_EPOCH` and `STALE_BROKER_EPOCH` are not: the same
+/// request would fail the same way, so they go back to the controller, which checks whether
+/// it is still the controller.
+pub fn is_retriable_response_error(code: ErrorCode) -> bool {
+    match code {
+        ErrorCode::None
+        | ErrorCode::NotController
+        | ErrorCode::StaleControllerEpoch
+        | ErrorCode::StaleBrokerEpoch => false,
+        ErrorCode::BrokerNotAvailable => true,
+        c => c.is_retriable(),
+    }
+}
+
 /// A response delivered back to the controller (as Kafka's `*ResponseReceived` events).
 #[derive(Debug, Clone)]
 pub struct DeliveredResponse {
@@ -69,7 +106,8 @@ pub struct DeliveredResponse {
 pub struct ChannelConfig {
     /// Wire versions of the control requests.
     pub versions: ControlVersions,
-    /// Pause before retrying a failed item (Kafka: 100 ms after a failed connect).
+    /// Pause before retrying a failed item, after a transport failure or a retriable error
+    /// response (Kafka: 100 ms after a failed connect).
     pub retry_backoff: Duration,
 }
 
@@ -198,6 +236,11 @@ async fn send_loop(
         for (version, body) in bodies {
             loop {
                 match channel.send(&broker, version, &body).await {
+                    Ok(response) if is_retriable_response_error(response_error(&response)) => {
+                        tracing::warn!(broker = broker.id, error = %response_error(&response),
+                            "control request answered with a retriable error; retrying");
+                        tokio::time::sleep(config.retry_backoff).await;
+                    }
                     Ok(response) => {
                         let _ = responses.send(DeliveredResponse {
                             broker: broker.id,
@@ -236,10 +279,13 @@ struct MemoryState {
     failures: BTreeMap<BrokerId, usize>,
     down: std::collections::BTreeSet<BrokerId>,
     attempts: usize,
+    error_answers: BTreeMap<BrokerId, (ErrorCode, usize)>,
+    partition_errors: BTreeMap<BrokerId, BTreeMap<(String, i32), ErrorCode>>,
 }
 
 /// An in-memory [`BrokerChannel`]: records every delivered request and answers it with an
-/// error-free response; tests can make a broker fail its next sends or be unreachable.
+/// error-free response; tests can make a broker fail its next sends, be unreachable, answer
+/// with a top-level error or fail single partitions of its LeaderAndIsr requests.
 #[derive(Clone, Default)]
 pub struct MemoryBrokerChannel {
     state: Arc<Mutex<MemoryState>>,
@@ -302,6 +348,28 @@ impl MemoryBrokerChannel {
         *self.lock().failures.entry(broker).or_default() += n;
     }
 
+    /// The next `n` requests `broker` receives are answered with the top-level error `code`
+    /// (they are delivered and recorded; the manager retries them if `code` is retriable).
+    pub fn answer_error_next(&self, broker: BrokerId, code: ErrorCode, n: usize) {
+        self.lock().error_answers.insert(broker, (code, n));
+    }
+
+    /// From now on, every LeaderAndIsr `broker` receives naming `topic`-`partition` is
+    /// answered with `code` for that partition (the request itself succeeds).
+    pub fn answer_partition_error(
+        &self,
+        broker: BrokerId,
+        topic: &str,
+        partition: i32,
+        code: ErrorCode,
+    ) {
+        self.lock()
+            .partition_errors
+            .entry(broker)
+            .or_default()
+            .insert((topic.to_string(), partition), code);
+    }
+
     /// Makes `broker` unreachable (`true`) or reachable again (`false`).
     pub fn set_down(&self, broker: BrokerId, down: bool) {
         let mut s = self.lock();
@@ -336,10 +404,12 @@ impl BrokerChannel for MemoryBrokerChannel {
                 return Err(unreachable("injected failure"));
             }
         }
-        let response = match request {
-            RequestBody::LeaderAndIsr(_) => {
-                ResponseBody::LeaderAndIsr(LeaderAndIsrResponse::default())
-            }
+        let mut response = match request {
+            RequestBody::LeaderAndIsr(r) => ResponseBody::LeaderAndIsr(leader_and_isr_answer(
+                r,
+                version,
+                s.partition_errors.get(&broker.id),
+            )),
             RequestBody::UpdateMetadata(_) => {
                 ResponseBody::UpdateMetadata(UpdateMetadataResponse::default())
             }
@@ -348,6 +418,18 @@ impl BrokerChannel for MemoryBrokerChannel {
             }
             _ => return Err(ChannelError::UnexpectedResponse { broker: broker.id }),
         };
+        if let Some((code, n)) = s.error_answers.get_mut(&broker.id) {
+            if *n > 0 {
+                *n -= 1;
+                let code = code.code();
+                match &mut response {
+                    ResponseBody::LeaderAndIsr(r) => r.error_code = code,
+                    ResponseBody::UpdateMetadata(r) => r.error_code = code,
+                    ResponseBody::StopReplica(r) => r.error_code = code,
+                    _ => {}
+                }
+            }
+        }
         s.delivered += 1;
         if !s.not_recording {
             s.sent.push(SentRequest {
@@ -358,4 +440,49 @@ impl BrokerChannel for MemoryBrokerChannel {
         }
         Ok(response)
     }
+}
+
+/// The answer of a [`MemoryBrokerChannel`] to a LeaderAndIsr: no top-level error, and the
+/// injected per-partition errors of the partitions it names (v0–v4 by name, v5+ by topic id).
+fn leader_and_isr_answer(
+    request: &LeaderAndIsrRequest,
+    version: i16,
+    errors: Option<&BTreeMap<(String, i32), ErrorCode>>,
+) -> LeaderAndIsrResponse {
+    let mut response = LeaderAndIsrResponse::default();
+    let Some(errors) = errors else {
+        return response;
+    };
+    let error_of = |topic: &str, partition: i32| {
+        errors
+            .get(&(topic.to_string(), partition))
+            .map_or(0, |c| c.code())
+    };
+    if version < 5 {
+        for p in &request.ungrouped_partition_states {
+            response.partition_errors.push(LeaderAndIsrPartitionError {
+                topic_name: p.topic_name.clone(),
+                partition_index: p.partition_index,
+                error_code: error_of(&p.topic_name, p.partition_index),
+                ..LeaderAndIsrPartitionError::default()
+            });
+        }
+    } else {
+        for t in &request.topic_states {
+            response.topics.push(LeaderAndIsrTopicError {
+                topic_id: t.topic_id,
+                partition_errors: t
+                    .partition_states
+                    .iter()
+                    .map(|p| LeaderAndIsrPartitionError {
+                        partition_index: p.partition_index,
+                        error_code: error_of(&t.topic_name, p.partition_index),
+                        ..LeaderAndIsrPartitionError::default()
+                    })
+                    .collect(),
+                ..LeaderAndIsrTopicError::default()
+            });
+        }
+    }
+    response
 }

@@ -35,6 +35,7 @@ mod failover;
 mod isr_change;
 mod passes;
 mod reassign;
+mod responses;
 pub mod store;
 mod topic_deletion;
 mod topics;

@@ -187,9 +187,9 @@ impl Controller {
         Ok(())
     }
 
-    /// Broker responses: StopReplica (delete) answers move replicas of topics being deleted to
+    /// StopReplica (delete) answers move replicas of topics being deleted to
     /// ReplicaDeletionSuccessful or ReplicaDeletionIneligible.
-    pub(super) async fn process_broker_response(
+    pub(super) async fn process_stop_replica_response(
         &mut self,
         r: DeliveredResponse,
     ) -> Result<(), ControllerError> {
