@@ -1,7 +1,8 @@
 //! The main job: three brokers in one process on loopback TCP with an in-memory coordination
 //! store, narrating a timeline — controller elected, topic created, records produced with
 //! acks=all, a partition leader killed, the controller killed, brokers restarted and the ISR
-//! grown back — then reading every acknowledged record back and printing a verdict.
+//! grown back, a partition reassigned onto a fourth broker — then reading every acknowledged
+//! record back, deleting the topic and printing a verdict.
 //!
 //! ```text
 //! cargo run --example cluster
@@ -25,8 +26,12 @@ async fn main() -> ExitCode {
         Ok(report) => {
             let verdict = if report.passed() { "PASS" } else { "FAIL" };
             println!(
-                "VERDICT: {verdict} — {} acknowledged, {} read back, {} lost; controller epochs {:?}",
-                report.acknowledged, report.read_back, report.lost, report.controller_epochs
+                "VERDICT: {verdict} — {} acknowledged, {} read back, {} lost; controller epochs {:?}; topic deleted: {}",
+                report.acknowledged,
+                report.read_back,
+                report.lost,
+                report.controller_epochs,
+                report.topic_deleted
             );
             if report.passed() {
                 ExitCode::SUCCESS

@@ -2,7 +2,8 @@
 //! TCP over one in-memory coordination store, each with its registration, its ISR writer and
 //! a campaigning controller reaching the brokers through [`TcpBrokerChannel`]. The flow
 //! elects a controller, creates a topic, produces with acks=all, kills a partition leader,
-//! kills the controller, restarts the dead broker, and reads every acknowledged record back.
+//! kills the controller, restarts the dead brokers, moves a partition onto a fourth broker
+//! (K7), reads every acknowledged record back, and deletes the topic (K2).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -11,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use kafka_controller::admin::{self, AdminError};
 use kafka_controller::assignment::AssignmentStart;
+use kafka_controller::context::TopicPartition;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::{Coordination, MemoryTree};
-use kafka_controller::zk_data::{BrokerRegistration, KafkaZkError};
+use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, KafkaZkError};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -89,6 +91,8 @@ pub struct DemoReport {
     pub lost: usize,
     /// The controller epochs seen, in order.
     pub controller_epochs: Vec<i32>,
+    /// True once the topic was deleted at the end (after the read-back).
+    pub topic_deleted: bool,
 }
 
 impl DemoReport {
@@ -503,6 +507,30 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
         .await?;
     line(format!("ISR grown back (leader, epoch, isr): {meta:?}"));
 
+    // K7: a fourth broker joins and partition 0 moves onto it, away from its leader.
+    cluster.start_node(4).await?;
+    line("broker 4 started and registered".to_owned());
+    let (leader0, _, isr0) = meta.get(&0).cloned().unwrap_or((3, 0, vec![1, 2, 3]));
+    let mut target = vec![4];
+    target.extend(isr0.iter().copied().filter(|b| *b != leader0).take(2));
+    reassign(&cluster, &admin_session, target.clone(), step, &mut line).await?;
+    let meta = cluster
+        .wait_metadata("partition 0 led from its new replicas", step, |m| {
+            m.get(&0).is_some_and(|(l, _, isr)| {
+                target.contains(l)
+                    && isr.len() == target.len()
+                    && isr.iter().all(|b| target.contains(b))
+            })
+        })
+        .await?;
+    line(format!("after reassignment (leader, epoch, isr): {meta:?}"));
+    let more = cluster.produce_round(3, n, step).await;
+    line(format!(
+        "produced with acks=all after the reassignment: {} acknowledged",
+        more.len()
+    ));
+    acked.extend(more);
+
     let read = cluster.read_all().await;
     report.acknowledged = acked.len();
     report.read_back = acked.iter().filter(|v| read.contains(*v)).count();
@@ -513,6 +541,88 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
         report.read_back,
         report.acknowledged
     ));
+
+    // K2: delete the topic and wait for the controller to finish.
+    admin::delete_topic(&admin_session, TOPIC).await?;
+    line(format!("deletion of {TOPIC} requested"));
+    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
+    let deadline = Instant::now() + step;
+    loop {
+        let topics = zk.topics(false).await?;
+        let pending = zk.topics_to_delete(false).await?;
+        if !topics.iter().any(|t| t == TOPIC) && pending.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(DemoError::Timeout("the topic deletion".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    report.topic_deleted = true;
+    line(format!("topic {TOPIC} deleted from the store"));
     cluster.shutdown().await;
     Ok(report)
+}
+
+/// K7: requests the reassignment of partition 0 to `target` and narrates the store as the
+/// controller walks the steps (AR, adding / removing replicas, leader and ISR), until the
+/// request is gone and AR is the target.
+async fn reassign(
+    cluster: &Cluster,
+    admin_session: &dyn Coordination,
+    target: Vec<i32>,
+    timeout: Duration,
+    line: &mut impl FnMut(String),
+) -> Result<(), DemoError> {
+    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
+    let tp = TopicPartition::new(TOPIC, 0);
+    let mut targets = BTreeMap::new();
+    targets.insert(tp, target.clone());
+    admin::reassign_partitions(admin_session, &targets).await?;
+    line(format!("reassignment of {TOPIC}-0 to {target:?} requested"));
+    let deadline = Instant::now() + timeout;
+    let mut last = String::new();
+    loop {
+        let pending = zk.reassignment_request(false).await?.is_some();
+        let assignment = zk.topic_assignment(TOPIC, false).await?.map(|(a, _)| a);
+        let state = zk
+            .partition_states(&[(TOPIC.to_owned(), 0)])
+            .await
+            .into_iter()
+            .next()
+            .and_then(Result::ok)
+            .flatten()
+            .map(|(s, _)| s);
+        let ar = assignment
+            .as_ref()
+            .and_then(|a| a.partitions.get(&0).cloned())
+            .unwrap_or_default();
+        let adding = assignment
+            .as_ref()
+            .and_then(|a| a.adding_replicas.as_ref()?.get(&0).cloned())
+            .unwrap_or_default();
+        let removing = assignment
+            .as_ref()
+            .and_then(|a| a.removing_replicas.as_ref()?.get(&0).cloned())
+            .unwrap_or_default();
+        let (leader, epoch, isr) =
+            state
+                .map(|s| (s.leader, s.leader_epoch, s.isr))
+                .unwrap_or((-1, -1, Vec::new()));
+        let now = format!(
+            "  store: AR {ar:?} adding {adding:?} removing {removing:?} | leader {leader} epoch {epoch} isr {isr:?} | request {}",
+            if pending { "pending" } else { "gone" }
+        );
+        if now != last {
+            line(now.clone());
+            last = now;
+        }
+        if !pending && ar == target {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(DemoError::Timeout("the reassignment".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
