@@ -485,9 +485,6 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
     line(format!(
         "killed broker {old_controller}, the controller (epoch {old_epoch})"
     ));
-    // Bring the first victim back so a controller has a live broker besides itself.
-    cluster.start_node(victim).await?;
-    line(format!("restarted broker {victim}"));
     let (controller, epoch) = cluster.wait_controller(Some(old_epoch), step).await?;
     report.controller_epochs.push(epoch);
     line(format!(
@@ -498,8 +495,11 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
         .await?;
     line(format!("partitions (leader, epoch, isr): {meta:?}"));
 
-    cluster.start_node(old_controller).await?;
-    line(format!("restarted broker {old_controller}"));
+    // The dead brokers come back and catch up.
+    for id in [victim, old_controller] {
+        cluster.start_node(id).await?;
+        line(format!("restarted broker {id}"));
+    }
     let meta = cluster
         .wait_metadata("ISR grown back to 3", step, |m| {
             m.values().all(|(_, _, isr)| isr.len() == 3)
