@@ -5,7 +5,7 @@
 //! record back, deleting the topic and printing a verdict.
 //!
 //! ```text
-//! cargo run --example cluster
+//! cargo run --example cluster [-- --records <per partition and round, default 100>]
 //! ```
 //!
 //! Exit code 0 only if nothing acknowledged was lost.
@@ -22,7 +22,23 @@ async fn main() -> ExitCode {
         let _ = writeln!(out, "{s}");
         let _ = out.flush();
     };
-    match run(DemoConfig::default(), say).await {
+    let mut config = DemoConfig::default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {}
+        [flag, n] if flag == "--records" => match n.parse() {
+            Ok(n) if n > 0 => config.records_per_partition = n,
+            _ => {
+                eprintln!("--records takes a positive number");
+                return ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("usage: cluster [--records <n>]");
+            return ExitCode::from(2);
+        }
+    }
+    match run(config, say).await {
         Ok(report) => {
             let verdict = if report.passed() { "PASS" } else { "FAIL" };
             println!(

@@ -25,7 +25,9 @@ use kafka_wire::messages::{FetchRequest, MetadataRequest, ProduceRequest};
 use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
 use kafka_wire::{RequestBody, ResponseBody};
 
-use crate::broker::{AddressBook, Broker, BrokerConfig, KafkaConnection, TcpBrokerChannel};
+use crate::broker::{
+    AddressBook, Broker, BrokerConfig, KafkaConnection, LinkError, TcpBrokerChannel,
+};
 use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
     ZkIsrWriter,
@@ -44,6 +46,21 @@ const PRODUCE_VERSION: i16 = 9;
 const METADATA_VERSION: i16 = 12;
 /// Fetch version the demo's client sends.
 const FETCH_VERSION: i16 = 12;
+
+/// How long the demo's client waits for a Metadata or Fetch answer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One request on `c`, failing after `timeout` rather than waiting on a stuck broker.
+async fn send(
+    c: &mut KafkaConnection,
+    version: i16,
+    body: &RequestBody,
+    timeout: Duration,
+) -> Result<ResponseBody, LinkError> {
+    tokio::time::timeout(timeout, c.send(version, body))
+        .await
+        .unwrap_or(Err(LinkError::Timeout))
+}
 
 /// Why the demo could not run to its verdict.
 #[derive(Debug, thiserror::Error)]
@@ -234,7 +251,10 @@ impl Cluster {
             }]),
             ..Default::default()
         });
-        let ResponseBody::Metadata(m) = c.send(METADATA_VERSION, &body).await.ok()? else {
+        let ResponseBody::Metadata(m) = send(&mut c, METADATA_VERSION, &body, REQUEST_TIMEOUT)
+            .await
+            .ok()?
+        else {
             return None;
         };
         let topic = m.topics.into_iter().find(|t| t.error_code == 0)?;
@@ -310,7 +330,9 @@ impl Cluster {
                     }],
                     ..Default::default()
                 });
-                if let Ok(ResponseBody::Produce(r)) = c.send(PRODUCE_VERSION, &body).await {
+                if let Ok(ResponseBody::Produce(r)) =
+                    send(&mut c, PRODUCE_VERSION, &body, timeout * 2).await
+                {
                     let ok = r
                         .responses
                         .iter()
@@ -360,7 +382,9 @@ impl Cluster {
                     }],
                     ..Default::default()
                 });
-                let Ok(ResponseBody::Fetch(r)) = c.send(FETCH_VERSION, &body).await else {
+                let Ok(ResponseBody::Fetch(r)) =
+                    send(&mut c, FETCH_VERSION, &body, REQUEST_TIMEOUT).await
+                else {
                     break;
                 };
                 let Some(p) = r.responses.into_iter().flat_map(|t| t.partitions).next() else {
