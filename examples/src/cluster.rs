@@ -184,6 +184,7 @@ impl Cluster {
             Duration::from_secs(2),
         ));
         let mut cc = ControllerConfig::new(id);
+        // No preferred-leader moves of its own: the timeline shows only what the demo does.
         cc.auto_leader_rebalance_enable = false;
         let controller = Controller::start(cc, session.clone(), channel);
         self.nodes.insert(
