@@ -5,11 +5,14 @@
 //!
 //! - [`broker`]: the reference broker — request dispatch (`KafkaApis`), the replication driver,
 //!   the TCP leader link and the `Broker` composition.
+//! - [`cluster`]: the `cluster` demo's flow — three brokers with controllers on loopback, failovers
+//!   and a verdict on the acknowledged records.
 //! - [`glue`]: the broker's side of the coordination store — ISR writes on the partition-state
 //!   znodes with ISR change notifications, and the broker's registration.
 //! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
 //!   request channel and handler workers, responses in request order.
 
 pub mod broker;
+pub mod cluster;
 pub mod glue;
 pub mod server;

@@ -19,6 +19,8 @@
 //! - The `IsrWriter` on a coordination store (ZooKeeper or in memory) is `glue::ZkIsrWriter`;
 //!   tests use `kafka_replication::isr::MemoryIsrWriter`.
 //!
+//! - [`TcpBrokerChannel`] is the controller's `BrokerChannel` over TCP: LeaderAndIsr,
+//!   UpdateMetadata and StopReplica sent to each broker's listener.
 //! - [`Broker`] puts them together behind the K3 server: the shortest way to a running
 //!   broker.
 //!
@@ -46,11 +48,13 @@
 //! ```
 
 mod apis;
+mod channel_tcp;
 mod leader_link_tcp;
 mod node;
 mod replica_driver;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use channel_tcp::TcpBrokerChannel;
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
