@@ -43,76 +43,32 @@ pub fn get_bool<B: Buf>(buf: &mut B) -> Result<bool, DecodeError> {
     Ok(buf.get_u8() != 0)
 }
 
-/// Reads a big-endian `int16`.
-#[inline(always)]
-pub fn get_i16<B: Buf>(buf: &mut B) -> Result<i16, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<2>() {
-        let v = i16::from_be_bytes(*b);
-        buf.advance(2);
-        return Ok(v);
-    }
-    ensure(buf, 2)?;
-    Ok(buf.get_i16())
+/// Defines a reader of one big-endian fixed-width number: a fast path when the current chunk
+/// holds all its bytes, else a bounds-checked read across chunks.
+macro_rules! fixed_width_reader {
+    ($($name:ident: $ty:ty, $getter:ident, $kafka:literal;)*) => {$(
+        #[doc = concat!("Reads a big-endian `", $kafka, "`.")]
+        #[inline(always)]
+        pub fn $name<B: Buf>(buf: &mut B) -> Result<$ty, DecodeError> {
+            const N: usize = std::mem::size_of::<$ty>();
+            if let Some(b) = buf.chunk().first_chunk::<N>() {
+                let v = <$ty>::from_be_bytes(*b);
+                buf.advance(N);
+                return Ok(v);
+            }
+            ensure(buf, N)?;
+            Ok(buf.$getter())
+        }
+    )*};
 }
 
-/// Reads a big-endian `uint16`.
-#[inline(always)]
-pub fn get_u16<B: Buf>(buf: &mut B) -> Result<u16, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<2>() {
-        let v = u16::from_be_bytes(*b);
-        buf.advance(2);
-        return Ok(v);
-    }
-    ensure(buf, 2)?;
-    Ok(buf.get_u16())
-}
-
-/// Reads a big-endian `int32`.
-#[inline(always)]
-pub fn get_i32<B: Buf>(buf: &mut B) -> Result<i32, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<4>() {
-        let v = i32::from_be_bytes(*b);
-        buf.advance(4);
-        return Ok(v);
-    }
-    ensure(buf, 4)?;
-    Ok(buf.get_i32())
-}
-
-/// Reads a big-endian `uint32`.
-#[inline(always)]
-pub fn get_u32<B: Buf>(buf: &mut B) -> Result<u32, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<4>() {
-        let v = u32::from_be_bytes(*b);
-        buf.advance(4);
-        return Ok(v);
-    }
-    ensure(buf, 4)?;
-    Ok(buf.get_u32())
-}
-
-/// Reads a big-endian `int64`.
-#[inline(always)]
-pub fn get_i64<B: Buf>(buf: &mut B) -> Result<i64, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<8>() {
-        let v = i64::from_be_bytes(*b);
-        buf.advance(8);
-        return Ok(v);
-    }
-    ensure(buf, 8)?;
-    Ok(buf.get_i64())
-}
-
-/// Reads a big-endian IEEE 754 `float64`.
-#[inline(always)]
-pub fn get_f64<B: Buf>(buf: &mut B) -> Result<f64, DecodeError> {
-    if let Some(b) = buf.chunk().first_chunk::<8>() {
-        let v = f64::from_be_bytes(*b);
-        buf.advance(8);
-        return Ok(v);
-    }
-    ensure(buf, 8)?;
-    Ok(buf.get_f64())
+fixed_width_reader! {
+    get_i16: i16, get_i16, "int16";
+    get_u16: u16, get_u16, "uint16";
+    get_i32: i32, get_i32, "int32";
+    get_u32: u32, get_u32, "uint32";
+    get_i64: i64, get_i64, "int64";
+    get_f64: f64, get_f64, "float64";
 }
 
 /// Reads a `uuid`.
