@@ -1,12 +1,12 @@
 //! The peer's event loop: feeds the election core and the discovery state machines from a
 //! [`Transport`] and a clock, carries out their actions, and publishes [`PeerStatus`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info};
 
@@ -17,6 +17,9 @@ use crate::discovery::{
 use crate::election::{Action, Decision, ElectionConfig, FastLeaderElection, VoteData};
 use crate::notification::Notification;
 use crate::peer::replication::{Replication, ReplicationError};
+use crate::peer::sessions::{
+    decode_touches, encode_touches, SessionId, SessionTracker, MAX_TRACKED_SESSIONS,
+};
 use crate::quorum::QuorumVerifier;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, PersistedEpochs, StoreError};
@@ -29,8 +32,12 @@ use crate::zxid::Zxid;
 const MAX_STASHED_LEARNERS: usize = 256;
 /// LOOKING notifications kept while we are not LOOKING (one per sender).
 const MAX_KEPT_LOOKING: usize = 256;
-/// Writes queued from a [`PeerHandle`] and not yet taken by the peer.
-const MAX_QUEUED_WRITES: usize = 1024;
+/// Writes, barriers and session touches queued from a [`PeerHandle`] and not yet taken.
+const MAX_QUEUED_WRITES: usize = 4096;
+/// Expired sessions reported to the embedder and not yet taken.
+const MAX_QUEUED_EXPIRIES: usize = 1024;
+/// `sync` barriers waiting at once on one peer.
+const MAX_PENDING_SYNCS: usize = 4096;
 
 /// Configuration of a [`QuorumPeer`].
 #[derive(Debug, Clone)]
@@ -110,6 +117,27 @@ pub enum PeerError {
     Replication(#[from] ReplicationError),
 }
 
+/// Why a [`PeerHandle::sync`] barrier did not complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SyncError {
+    /// The peer serves no established epoch (it is LOOKING or still synchronising), has no
+    /// transaction log, or left its epoch before the barrier completed. Retry once it serves.
+    #[error("the peer does not serve an established epoch")]
+    NotServing,
+    /// The peer stopped, or too many barriers are waiting.
+    #[error("the peer is stopped or overloaded")]
+    Unavailable,
+}
+
+/// What a [`PeerHandle`] asks of its running peer, in one queue so that a barrier asked after
+/// a write from the same handle is ordered after it.
+enum Control {
+    Write(Bytes),
+    Sync(oneshot::Sender<Zxid>),
+    Touch(SessionId, Duration),
+    EndSession(SessionId),
+}
+
 enum Role {
     Looking,
     Leader(LeaderDiscovery),
@@ -130,8 +158,19 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     status: watch::Sender<PeerStatus>,
     repl: Option<Replication>,
     fatal: Option<ReplicationError>,
-    writes_tx: mpsc::Sender<Bytes>,
-    writes: mpsc::Receiver<Bytes>,
+    control_tx: mpsc::Sender<Control>,
+    control: mpsc::Receiver<Control>,
+    /// The leader's session deadlines (only while leading an established epoch).
+    tracker: SessionTracker,
+    /// Touches not yet reported: sent in the next PING reply when following, moved into the
+    /// tracker when this peer starts leading.
+    touches: BTreeMap<SessionId, Duration>,
+    expired_tx: mpsc::Sender<SessionId>,
+    expired_rx: Option<mpsc::Receiver<SessionId>>,
+    /// The leader's own `sync` barriers: released once this zxid is applied here.
+    leader_syncs: Vec<(Zxid, oneshot::Sender<Zxid>)>,
+    /// A learner's `sync` barriers, in the order the SYNCs were sent to the leader.
+    learner_syncs: VecDeque<oneshot::Sender<Zxid>>,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -143,13 +182,28 @@ impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
     }
 }
 
-/// A running peer: its status channel and its task.
+/// A running peer: its status channel and its task, and what a client library built on the
+/// peer needs: writes ([`propose`](Self::propose)), `sync` barriers ([`sync`](Self::sync)),
+/// and client session liveness ([`touch_session`](Self::touch_session),
+/// [`take_session_expiries`](Self::take_session_expiries)).
 #[derive(Debug)]
 pub struct PeerHandle {
     sid: ServerId,
     status: watch::Receiver<PeerStatus>,
-    writes: mpsc::Sender<Bytes>,
+    control: mpsc::Sender<Control>,
+    expired: Option<mpsc::Receiver<SessionId>>,
     task: JoinHandle<Result<(), PeerError>>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Control::Write(w) => write!(f, "Write({} bytes)", w.len()),
+            Control::Sync(_) => f.write_str("Sync"),
+            Control::Touch(s, t) => write!(f, "Touch({s}, {t:?})"),
+            Control::EndSession(s) => write!(f, "EndSession({s})"),
+        }
+    }
 }
 
 impl PeerHandle {
@@ -186,10 +240,62 @@ impl PeerHandle {
     /// Z2: submits a write. A leader of an established epoch proposes it; an established
     /// follower or observer forwards it to its leader (REQUEST); otherwise it is dropped, as is
     /// a write to a peer without a transaction log ([`QuorumPeer::with_replication`]). Returns
-    /// `false` if the peer's queue is full or the peer stopped. Delivery is not confirmed:
-    /// watch the state machine.
+    /// `false` if the peer's queue is full or the peer stopped.
+    ///
+    /// Delivery is not confirmed here. **How a caller learns the result of its write:** put a
+    /// request id in the payload (ZooKeeper puts the session id and a per-session counter,
+    /// `cxid`, in each request) together with this server's identity, and let the state
+    /// machine, when it applies a transaction carrying one of this server's ids, hand the
+    /// result to whoever waits for it. Every server applies the same transactions in the same
+    /// order, so the result the originating server computes is the result of the write. A
+    /// write that was dropped (no established leader, or the leader failed before committing
+    /// it) never shows up: wait with a timeout, and treat the timeout as ZooKeeper's
+    /// `CONNECTIONLOSS` (the outcome is unknown). [`current`](Self::current) tells whether the
+    /// peer serves an established epoch (`epoch.is_some()`) before proposing.
     pub fn propose(&self, data: Bytes) -> bool {
-        self.writes.try_send(data).is_ok()
+        self.control.try_send(Control::Write(data)).is_ok()
+    }
+
+    /// ZooKeeper's `sync`: a barrier after which this server has applied every transaction the
+    /// leader committed before the call, and every write [`propose`](Self::propose)d through
+    /// this handle before it that the leader committed (read-your-writes). A follower or observer sends SYNC to its leader and
+    /// completes when the leader's answer comes back (behind every COMMIT sent before it); the
+    /// leader completes once it applied everything it had proposed when asked. Returns the
+    /// zxid the barrier waited for. Fails with [`SyncError::NotServing`] when the peer serves
+    /// no established epoch, or leaves it before the barrier completes.
+    pub async fn sync(&self) -> Result<Zxid, SyncError> {
+        let (tx, rx) = oneshot::channel();
+        self.control
+            .try_send(Control::Sync(tx))
+            .map_err(|_| SyncError::Unavailable)?;
+        rx.await.map_err(|_| SyncError::NotServing)
+    }
+
+    /// A sign of life of a client session at this server (a request or a client heartbeat).
+    /// The leader of an established epoch resets the session's deadline to now + `timeout`;
+    /// any other server keeps the touch and reports it to its leader in its next PING reply,
+    /// as ZooKeeper's learners do. A session the leader hears nothing of for its timeout is
+    /// reported by the leader's [`take_session_expiries`](Self::take_session_expiries).
+    /// Returns `false` if the peer's queue is full or the peer stopped.
+    pub fn touch_session(&self, session: SessionId, timeout: Duration) -> bool {
+        self.control
+            .try_send(Control::Touch(session, timeout))
+            .is_ok()
+    }
+
+    /// The session was closed (its close transaction applied): stop tracking it.
+    pub fn end_session(&self, session: SessionId) -> bool {
+        self.control.try_send(Control::EndSession(session)).is_ok()
+    }
+
+    /// The stream of sessions this peer, while it leads an established epoch, found expired
+    /// (no touch within their timeout). The embedder commits each close through a transaction
+    /// (ZooKeeper's `closeSession`); a session is reported once, then forgotten by the tracker.
+    /// A new leader starts with an empty tracker: the embedder touches every session its
+    /// state holds when the peer becomes leader (ZooKeeper's leader loads them from its
+    /// database). Can be taken once; `None` afterwards.
+    pub fn take_session_expiries(&mut self) -> Option<mpsc::Receiver<SessionId>> {
+        self.expired.take()
     }
 
     /// Stops the peer abruptly, as a crash: its transport is dropped with it.
@@ -222,7 +328,8 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             data,
         );
         let (status, _) = watch::channel(PeerStatus::LOOKING);
-        let (writes_tx, writes) = mpsc::channel(MAX_QUEUED_WRITES);
+        let (control_tx, control) = mpsc::channel(MAX_QUEUED_WRITES);
+        let (expired_tx, expired_rx) = mpsc::channel(MAX_QUEUED_EXPIRIES);
         Ok(Self {
             cfg,
             transport,
@@ -235,8 +342,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             status,
             repl: None,
             fatal: None,
-            writes_tx,
-            writes,
+            control_tx,
+            control,
+            tracker: SessionTracker::new(),
+            touches: BTreeMap::new(),
+            expired_tx,
+            expired_rx: Some(expired_rx),
+            leader_syncs: Vec::new(),
+            learner_syncs: VecDeque::new(),
         })
     }
 
@@ -262,15 +375,17 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     }
 
     /// Runs the peer on its own tokio task.
-    pub fn spawn(self) -> PeerHandle {
+    pub fn spawn(mut self) -> PeerHandle {
         let sid = self.cfg.my_id;
         let status = self.status.subscribe();
-        let writes = self.writes_tx.clone();
+        let control = self.control_tx.clone();
+        let expired = self.expired_rx.take();
         let task = tokio::spawn(self.run());
         PeerHandle {
             sid,
             status,
-            writes,
+            control,
+            expired,
             task,
         }
     }
@@ -294,10 +409,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         self.core.start(Instant::now());
         self.drain().await?;
         loop {
-            let deadline = match (self.core.next_deadline(), self.role_deadline()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let deadline = [
+                self.core.next_deadline(),
+                self.role_deadline(),
+                self.tracker.next_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
@@ -310,7 +429,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.on_event(ev);
                 }
                 _ = sleep => self.on_tick(),
-                Some(w) = self.writes.recv() => self.on_write(w),
+                Some(c) = self.control.recv() => self.on_control(c),
             }
             self.drain().await?;
         }
@@ -344,6 +463,88 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             Role::Leader(d) => d.handle_tick(now),
             Role::Learner(d) => d.handle_tick(now),
         }
+        self.expire_sessions(now);
+    }
+
+    /// Whether we lead an established epoch.
+    fn leading_established(&self) -> bool {
+        matches!(&self.role, Role::Leader(d) if d.is_established())
+    }
+
+    /// Reports the sessions whose deadline passed to the embedder.
+    fn expire_sessions(&mut self, now: Instant) {
+        if !self.leading_established() {
+            return;
+        }
+        for s in self.tracker.expire(now) {
+            match self.expired_tx.try_send(s) {
+                Ok(()) => info!(sid = self.cfg.my_id.0, session = s, "session expired"),
+                // The embedder is slow: report it again a moment later.
+                Err(mpsc::error::TrySendError::Full(_)) => self.tracker.touch(
+                    s,
+                    self.cfg.timing.tick_time.max(Duration::from_millis(1)),
+                    now,
+                ),
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+    }
+
+    /// A sync barrier, a session touch or a session's end from the embedder.
+    fn on_control(&mut self, c: Control) {
+        let now = Instant::now();
+        match c {
+            Control::Write(w) => self.on_write(w),
+            Control::Touch(s, t) => {
+                if self.leading_established() {
+                    self.tracker.touch(s, t, now);
+                } else if self.touches.len() < MAX_TRACKED_SESSIONS || self.touches.contains_key(&s)
+                {
+                    self.touches.insert(s, t);
+                }
+            }
+            Control::EndSession(s) => {
+                self.tracker.remove(s);
+                self.touches.remove(&s);
+            }
+            Control::Sync(tx) => {
+                if self.leader_syncs.len() + self.learner_syncs.len() >= MAX_PENDING_SYNCS {
+                    return; // dropping `tx` fails the barrier
+                }
+                let Some(r) = self.repl.as_mut() else {
+                    return;
+                };
+                match (&mut self.role, r.leader.as_ref()) {
+                    (Role::Leader(_), Some(lb)) => {
+                        // Everything proposed so far must be applied here first.
+                        if lb.outstanding().is_empty() {
+                            let _ = tx.send(r.sm.last_applied());
+                        } else {
+                            self.leader_syncs.push((lb.last_proposed(), tx));
+                        }
+                    }
+                    (Role::Learner(d), _) if d.is_established() => {
+                        d.sync();
+                        self.learner_syncs.push_back(tx);
+                    }
+                    _ => {} // not serving: dropping `tx` fails the barrier
+                }
+            }
+        }
+    }
+
+    /// Releases the leader's own `sync` barriers covered by what it applied.
+    fn release_leader_syncs(&mut self) {
+        let Some(applied) = self.repl.as_ref().map(|r| r.sm.last_applied()) else {
+            return;
+        };
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.leader_syncs)
+            .into_iter()
+            .partition(|(z, _)| *z <= applied);
+        self.leader_syncs = waiting;
+        for (_, tx) in done {
+            let _ = tx.send(applied);
+        }
     }
 
     fn on_event(&mut self, ev: TransportEvent) {
@@ -370,6 +571,9 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     || packet.kind == packet_type::OBSERVERINFO;
                 match &mut self.role {
                     Role::Leader(d) => {
+                        if packet.kind == packet_type::PING && d.is_established() {
+                            touch_from_ping(&mut self.tracker, from, &packet, now);
+                        }
                         if let Some(lb) = self.repl.as_mut().and_then(|r| r.leader.as_mut()) {
                             lb.handle_packet(from, packet.clone());
                         }
@@ -441,7 +645,15 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 return Ok(());
             };
             match a {
-                DiscoveryAction::Send { to, packet } => {
+                DiscoveryAction::Send { to, mut packet } => {
+                    // A learner answers the leader's PING with the sessions its clients
+                    // touched since the last one (ZooKeeper's session-touch table).
+                    if packet.kind == packet_type::PING
+                        && matches!(self.role, Role::Learner(_))
+                        && !self.touches.is_empty()
+                    {
+                        packet.data = Some(encode_touches(&std::mem::take(&mut self.touches)));
+                    }
                     // A learner sent its sync data after the epoch was established joins the
                     // broadcast now, so that nothing committed from here on passes it by.
                     if packet.kind == packet_type::NEWLEADER {
@@ -462,12 +674,23 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 DiscoveryAction::Close(s) => self.transport.close_quorum(s),
                 DiscoveryAction::Established { epoch } => {
+                    if matches!(self.role, Role::Leader(_)) {
+                        let now = Instant::now();
+                        for (s, t) in std::mem::take(&mut self.touches) {
+                            self.tracker.touch(s, t, now);
+                        }
+                    }
                     self.start_leading_broadcast(epoch);
                     self.core.update_election_vote(epoch);
                     self.status.send_modify(|s| s.epoch = Some(epoch));
                     info!(sid = self.cfg.my_id.0, epoch, state = %self.core.state(), "epoch established");
                 }
                 DiscoveryAction::Abandon { reason } => self.go_looking(reason),
+                DiscoveryAction::Zab(BroadcastAction::SyncDone { zxid }) => {
+                    if let Some(tx) = self.learner_syncs.pop_front() {
+                        let _ = tx.send(zxid);
+                    }
+                }
                 DiscoveryAction::Zab(a) => match self.repl.as_mut() {
                     Some(r) => {
                         r.carry_out(a)?;
@@ -508,6 +731,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 if let Role::Leader(d) = &mut self.role {
                     d.push_committed(t);
                 }
+                self.release_leader_syncs();
             }
             BroadcastAction::Abandon { reason } => self.go_looking(reason),
             other => r.carry_out(other)?,
@@ -622,6 +846,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         if let Some(r) = self.repl.as_mut() {
             r.leader = None;
         }
+        // Barriers of the epoch we leave fail; the leader's session deadlines go with it.
+        self.leader_syncs.clear();
+        self.learner_syncs.clear();
+        self.tracker.clear();
         match std::mem::replace(&mut self.role, Role::Looking) {
             Role::Leader(d) => {
                 for s in d.learners() {
@@ -643,5 +871,25 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         for (from, n) in std::mem::take(&mut self.kept_looking) {
             self.core.handle_notification(now, from, n);
         }
+    }
+}
+
+/// The leader reads a learner's PING reply: every session in its touch table is alive.
+fn touch_from_ping(
+    tracker: &mut SessionTracker,
+    from: ServerId,
+    packet: &QuorumPacket,
+    now: Instant,
+) {
+    let Some(data) = packet.data.as_ref().filter(|d| !d.is_empty()) else {
+        return;
+    };
+    match decode_touches(data) {
+        Ok(touches) => {
+            for (s, t) in touches {
+                tracker.touch(s, t, now);
+            }
+        }
+        Err(e) => debug!(sid = from.0, "malformed session-touch table ignored: {e}"),
     }
 }

@@ -8,6 +8,14 @@
 //! orders the writes given to [`PeerHandle::propose`] (followers forward theirs), and every
 //! server applies the committed ones in zxid order.
 //!
+//! For a client library on top (a coordination service, say), a [`PeerHandle`] also offers
+//! ZooKeeper's `sync` barrier ([`PeerHandle::sync`]) and client-session liveness: any server
+//! touches the sessions of its clients ([`PeerHandle::touch_session`]), learners report the
+//! touches to the leader in their PING replies, and the leader's [`SessionTracker`] reports
+//! the sessions that timed out ([`PeerHandle::take_session_expiries`]) for the embedder to
+//! close through a transaction. See [`PeerHandle::propose`] for how a caller learns the
+//! result of its write.
+//!
 //! Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
 //! then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
 //!
@@ -46,6 +54,8 @@
 
 mod driver;
 mod replication;
+pub mod sessions;
 
-pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer};
+pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer, SyncError};
 pub use replication::ReplicationError;
+pub use sessions::{SessionId, SessionTracker};
