@@ -70,7 +70,7 @@ mod types;
 mod zookeeper;
 
 pub use error::CoordinationError;
-pub use memory::{MemoryCoordination, MemoryTree};
+pub use memory::{MemoryCoordination, MemoryTree, TreeChange, ZnodeTree};
 pub use service::Coordination;
 pub use types::{
     CoordinationEvent, CreateMode, EventStream, Op, OpResult, SessionEvent, SessionId,

@@ -3,7 +3,11 @@
 //! resume sessions on demand. Everything happens synchronously under one lock, so events are
 //! delivered in a deterministic order (transaction order; within a transaction, operation
 //! order, as ZooKeeper's data tree fires them).
+//!
+//! The same tree logic is public as [`ZnodeTree`], a deterministic state for replicated
+//! implementations (zxids given from outside, watch events returned).
 
+mod replica;
 mod tree;
 
 use std::collections::{BTreeSet, HashMap};
@@ -12,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use futures::channel::mpsc;
 
+pub use self::replica::{TreeChange, ZnodeTree};
 use self::tree::{Tree, Trigger};
 use super::error::CoordinationError;
 use super::path::validate_path;

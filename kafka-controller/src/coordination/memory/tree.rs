@@ -112,7 +112,16 @@ impl Tree {
         ops: &[Op],
         owner: SessionId,
     ) -> Result<Committed, CoordinationError> {
-        let zxid = self.zxid + 1;
+        self.apply_at(ops, owner, self.zxid + 1)
+    }
+
+    /// As [`apply`](Self::apply), with the transaction's zxid given (a replicated log's).
+    pub(super) fn apply_at(
+        &mut self,
+        ops: &[Op],
+        owner: SessionId,
+        zxid: i64,
+    ) -> Result<Committed, CoordinationError> {
         let mut undo = Vec::new();
         let mut done = Committed {
             results: Vec::with_capacity(ops.len()),
@@ -306,6 +315,38 @@ impl Tree {
                 }
             }
         }
+    }
+
+    /// A tree rebuilt from `(path, data, stat)` entries, parents before children (as
+    /// [`subtree`](Self::subtree) lists them), whose last transaction is `zxid`. Fails on an
+    /// entry whose parent is missing or whose path is invalid.
+    pub(super) fn from_entries(
+        entries: Vec<(String, Vec<u8>, Stat)>,
+        zxid: i64,
+    ) -> Result<Tree, CoordinationError> {
+        let mut tree = Tree::new();
+        tree.zxid = zxid;
+        for (path, data, stat) in entries {
+            if path == "/" {
+                if let Some(root) = tree.nodes.get_mut("/") {
+                    root.data = data;
+                    root.stat = stat;
+                }
+                continue;
+            }
+            validate_path(&path, false)?;
+            let parent_node = tree.node_mut(parent(&path))?;
+            parent_node.children.insert(name(&path).to_string());
+            let node = Node {
+                data,
+                stat,
+                children: BTreeSet::new(),
+            };
+            if tree.nodes.insert(path.clone(), node).is_some() {
+                return Err(CoordinationError::NodeExists { path });
+            }
+        }
+        Ok(tree)
     }
 
     /// Paths of all nodes under `path` (inclusive), parents before children.
