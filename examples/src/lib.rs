@@ -11,8 +11,11 @@
 //!   znodes with ISR change notifications, and the broker's registration.
 //! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
 //!   request channel and handler workers, responses in request order.
+//! - [`zab_coordination`]: the controller's coordination store replicated by `zab-core` — an
+//!   in-process ZAB ensemble and clients implementing `Coordination`.
 
 pub mod broker;
 pub mod cluster;
 pub mod glue;
 pub mod server;
+pub mod zab_coordination;
