@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use ha_examples::zab_coordination::{ClientTimeouts, ZabEnsemble, ZabEnsembleConfig};
+use ha_examples::zab_coordination::{
+    ClientTimeouts, EnsembleTransport, ZabEnsemble, ZabEnsembleConfig,
+};
 use kafka_controller::admin;
 use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
@@ -41,6 +43,27 @@ where
 async fn conformance_suite_on_a_three_server_zab_ensemble() -> TestResult {
     let ensemble = ZabEnsemble::start(3).await?;
     conformance::run_all(&ensemble).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_on_a_zab_ensemble_over_loopback_tcp_and_after_its_leader_dies(
+) -> TestResult {
+    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig {
+        transport: EnsembleTransport::Tcp,
+        ..ZabEnsembleConfig::default()
+    })
+    .await?;
+    conformance::run_all(&ensemble).await?;
+    let old = ensemble.kill_leader().await.ok_or("no leader")?;
+    ensemble.wait_for_leader(Duration::from_secs(10)).await?;
+    conformance::create_and_read(&ensemble).await?;
+    conformance::session_expiry(&ensemble).await?;
+    ensemble.restart(old).await?;
+    ensemble.wait_for_leader(Duration::from_secs(10)).await?;
+    let c = ensemble.connect(old).await?;
+    c.sync("/").await?;
+    assert!(c.exists("/session_expiry", false).await?.is_some());
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! [`kill_leader`](ZabEnsemble::kill_leader), [`restart`](ZabEnsemble::restart)); and the
 //! conformance suite's harness.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
@@ -17,9 +17,9 @@ use tracing::info;
 use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, QuorumPeer};
 use zab_core::store::MemoryElectionStore;
-use zab_core::transport::MemoryNetwork;
+use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
 use zab_core::txnlog::MemoryTxnLog;
-use zab_core::{LearnerType, QuorumMaj, ServerId};
+use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId};
 
 use super::client::{ClientInner, ClientTimeouts, ZabCoordination};
 use super::codec::TxnBody;
@@ -43,6 +43,19 @@ pub enum EnsembleError {
     /// No leader was established in time.
     #[error("no established leader within {0:?}")]
     NoLeader(Duration),
+    /// The TCP ports could not be bound.
+    #[error("binding loopback ports: {0}")]
+    Bind(#[from] std::io::Error),
+}
+
+/// How the servers of a [`ZabEnsemble`] talk to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EnsembleTransport {
+    /// The in-memory mesh of `zab-core` (no sockets).
+    #[default]
+    Memory,
+    /// ZooKeeper-compatible election and quorum ports on loopback TCP.
+    Tcp,
 }
 
 /// How to run a [`ZabEnsemble`].
@@ -56,6 +69,8 @@ pub struct ZabEnsembleConfig {
     /// Client timeouts: the session timeout (default 6 s) and how long an operation may wait
     /// (default 5 s).
     pub client: ClientTimeouts,
+    /// In-memory mesh (default) or loopback TCP.
+    pub transport: EnsembleTransport,
 }
 
 impl Default for ZabEnsembleConfig {
@@ -71,8 +86,15 @@ impl Default for ZabEnsembleConfig {
                 session: Duration::from_secs(6),
                 operation: Duration::from_secs(5),
             },
+            transport: EnsembleTransport::Memory,
         }
     }
+}
+
+/// The network between the servers.
+enum Net {
+    Memory(MemoryNetwork),
+    Tcp(HashMap<ServerId, PeerAddrs>),
 }
 
 /// The running servers, by sid (the clients look here for another server).
@@ -135,7 +157,7 @@ struct Disk {
 /// ```
 pub struct ZabEnsemble {
     cfg: ZabEnsembleConfig,
-    net: MemoryNetwork,
+    net: Net,
     quorum: Arc<QuorumMaj>,
     disks: BTreeMap<ServerId, Disk>,
     dir: Arc<Directory>,
@@ -165,10 +187,27 @@ impl ZabEnsemble {
     /// Starts the servers of `cfg` and waits (up to 10 s) for an established leader.
     pub async fn start_with(cfg: ZabEnsembleConfig) -> Result<ZabEnsemble, EnsembleError> {
         let ids: Vec<i64> = (1..=cfg.servers as i64).collect();
+        let (net, quorum) = match cfg.transport {
+            EnsembleTransport::Memory => (
+                Net::Memory(MemoryNetwork::new()),
+                QuorumMaj::with_ids(ids.iter().copied(), []),
+            ),
+            EnsembleTransport::Tcp => {
+                let addrs = free_loopback_ports(&ids).await?;
+                let members = addrs
+                    .iter()
+                    .map(|(sid, a)| {
+                        let addr = format!("127.0.0.1:{}:{}", a.quorum.port(), a.election.port());
+                        (*sid, ServerEntry::participant(addr))
+                    })
+                    .collect();
+                (Net::Tcp(addrs), QuorumMaj::new(members, 0))
+            }
+        };
         let ensemble = ZabEnsemble {
             cfg,
-            net: MemoryNetwork::new(),
-            quorum: Arc::new(QuorumMaj::with_ids(ids.iter().copied(), [])),
+            net,
+            quorum: Arc::new(quorum),
             disks: ids
                 .iter()
                 .map(|i| (ServerId(*i), Disk::default()))
@@ -194,15 +233,31 @@ impl ZabEnsemble {
         pc.timing = self.cfg.timing;
         let (closed_tx, closed_rx) = mpsc::unbounded_channel();
         let state = SharedState::new(next_incarnation(), closed_tx);
-        let peer = QuorumPeer::new(pc, self.net.endpoint(sid), disk.store.clone())
-            .await
-            .map_err(|e| peer_err(&e))?
-            .with_replication(
-                Box::new(disk.log.clone()),
-                Box::new(ZnodeMachine(state.clone())),
-            )
-            .map_err(|e| peer_err(&e))?
-            .spawn();
+        let log = Box::new(disk.log.clone());
+        let sm = Box::new(ZnodeMachine(state.clone()));
+        let peer = match &self.net {
+            Net::Memory(net) => QuorumPeer::new(pc, net.endpoint(sid), disk.store.clone())
+                .await
+                .map_err(|e| peer_err(&e))?
+                .with_replication(log, sm)
+                .map_err(|e| peer_err(&e))?
+                .spawn(),
+            Net::Tcp(addrs) => {
+                let own = addrs.get(&sid).ok_or(EnsembleError::NoServer(sid.0))?;
+                let t = TcpTransport::bind(
+                    TcpConfig::new(sid, own.election, addrs.clone()),
+                    own.election,
+                    own.quorum,
+                )
+                .await?;
+                QuorumPeer::new(pc, t, disk.store.clone())
+                    .await
+                    .map_err(|e| peer_err(&e))?
+                    .with_replication(log, sm)
+                    .map_err(|e| peer_err(&e))?
+                    .spawn()
+            }
+        };
         let server = ZabServer::new(peer, state, closed_rx);
         if let Some(old) = self.dir.lock().insert(sid, server) {
             old.kill();
@@ -284,7 +339,10 @@ impl ZabEnsemble {
             Some(s) if s.is_alive() => {
                 info!(sid = sid.0, "killing server");
                 s.kill();
-                self.net.crash(sid);
+                // Over TCP the stopped peer's sockets close with it.
+                if let Net::Memory(net) = &self.net {
+                    net.crash(sid);
+                }
                 true
             }
             _ => false,
@@ -385,4 +443,25 @@ impl ConformanceHarness for ZabEnsemble {
         }
         Ok(())
     }
+}
+
+/// Election and quorum ports on loopback for each server: bound to port 0 to learn free ports,
+/// then released for the servers to bind (a restarted server binds the same ones again).
+async fn free_loopback_ports(ids: &[i64]) -> std::io::Result<HashMap<ServerId, PeerAddrs>> {
+    let mut held = Vec::new();
+    let mut addrs = HashMap::new();
+    for sid in ids {
+        let e = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let q = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        addrs.insert(
+            ServerId(*sid),
+            PeerAddrs {
+                election: e.local_addr()?,
+                quorum: q.local_addr()?,
+            },
+        );
+        held.push((e, q));
+    }
+    drop(held);
+    Ok(addrs)
 }

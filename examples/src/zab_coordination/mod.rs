@@ -25,6 +25,9 @@
 //!   its session, and re-registers its watches there (firing those whose node changed since
 //!   the last transaction it saw).
 //!
+//! The servers talk over `zab-core`'s in-memory mesh by default, or over ZooKeeper-compatible
+//! loopback TCP ports ([`EnsembleTransport::Tcp`]).
+//!
 //! [`ZabEnsemble`] implements the conformance suite's
 //! [`ConformanceHarness`](kafka_controller::coordination::conformance::ConformanceHarness), with
 //! clients spread over the servers, and offers [`ZabEnsemble::kill_leader`] for failover runs.
@@ -36,5 +39,5 @@ mod server;
 mod state;
 
 pub use client::{ClientTimeouts, ZabCoordination};
-pub use ensemble::{EnsembleError, ZabEnsemble, ZabEnsembleConfig};
+pub use ensemble::{EnsembleError, EnsembleTransport, ZabEnsemble, ZabEnsembleConfig};
 pub use server::ZabServer;

@@ -290,3 +290,55 @@ impl StateMachine for ZnodeMachine {
         st.last_applied = Zxid::ZERO;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use kafka_controller::coordination::{CreateMode, Op};
+
+    fn txn(zxid: i64, body: TxnBody) -> Txn {
+        Txn::new(
+            Zxid(zxid),
+            CoordTxn {
+                origin: Origin::NONE,
+                body,
+            }
+            .encode(),
+        )
+    }
+
+    #[test]
+    fn a_restored_snapshot_is_the_same_state_and_a_garbage_one_is_refused() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut a = ZnodeMachine(SharedState::new(1, tx.clone()));
+        a.apply(&txn(1, TxnBody::CreateSession { timeout_ms: 500 }));
+        a.apply(&txn(
+            2,
+            TxnBody::Multi {
+                session: 1,
+                ops: vec![
+                    Op::create("/p", b"x".to_vec(), CreateMode::Persistent),
+                    Op::create("/p/e", Vec::new(), CreateMode::Ephemeral),
+                ],
+            },
+        ));
+        // A foreign payload is skipped, not applied, and nothing panics.
+        a.apply(&Txn::new(Zxid(3), Bytes::from_static(b"\xff\x00")));
+        let snap = a.take_snapshot();
+        let mut b = ZnodeMachine(SharedState::new(2, tx));
+        b.restore(&snap).expect("restores");
+        assert_eq!(b.last_applied(), Zxid(3));
+        let (sa, sb) = (a.0.lock(), b.0.lock());
+        assert_eq!(sa.tree.entries(), sb.tree.entries());
+        assert_eq!(sa.sessions, sb.sessions);
+        assert_eq!(sb.tree.ephemerals_of(1), vec!["/p/e".to_string()]);
+        drop((sa, sb));
+        let bad = Snapshot {
+            zxid: Zxid(9),
+            data: Bytes::from_static(b"\x00\x00\x00\x05"),
+        };
+        assert!(b.restore(&bad).is_err());
+        assert_eq!(b.last_applied(), Zxid(3));
+    }
+}
