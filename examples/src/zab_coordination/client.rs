@@ -294,14 +294,17 @@ async fn run(inner: Arc<ClientInner>, mut notices: mpsc::UnboundedReceiver<Notic
                     info!(session = old, "session expired; opening a new one");
                     notices = match new_session_at(&inner, &server).await {
                         Some(rx) => rx,
+                        // Elsewhere: the old session is gone there too, a new one is opened.
                         None => reattach(&inner).await,
                     };
                 }
                 None => {
                     {
                         let mut st = inner.lock();
-                        st.state = SessionState::Disconnected;
-                        st.emit_session(SessionEvent::Disconnected);
+                        if st.state == SessionState::Connected {
+                            st.state = SessionState::Disconnected;
+                            st.emit_session(SessionEvent::Disconnected);
+                        }
                     }
                     notices = reattach(&inner).await;
                 }
@@ -390,14 +393,17 @@ async fn try_attach(
         sst.sessions.contains_key(&session)
     };
     if !open {
-        // The session ended while we were away.
+        // The session ended while we were away (reported once, however many servers we try
+        // before one opens the new session).
         {
             let mut st = inner.lock();
-            st.state = SessionState::Expired;
-            st.watches.clear();
-            st.emit_session(SessionEvent::Expired {
-                session_id: session,
-            });
+            if st.state != SessionState::Expired {
+                st.state = SessionState::Expired;
+                st.watches.clear();
+                st.emit_session(SessionEvent::Expired {
+                    session_id: session,
+                });
+            }
         }
         return new_session_at(inner, server).await;
     }
