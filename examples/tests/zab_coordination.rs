@@ -17,7 +17,7 @@ use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::conformance::{self, ConformanceHarness};
 use kafka_controller::coordination::{
-    Coordination, CoordinationEvent, CreateMode, SessionEvent, ANY_VERSION,
+    Coordination, CoordinationEvent, CreateMode, SessionEvent, SessionState, ANY_VERSION,
 };
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode};
 use zab_core::ServerId;
@@ -224,6 +224,50 @@ async fn z6_a_silent_session_is_expired_by_the_leader_and_its_ephemerals_vanish_
         }
     }
     quiet.create("/eph", b"", CreateMode::Ephemeral).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn z6_a_client_of_a_partitioned_follower_moves_to_a_serving_server_keeping_its_session(
+) -> TestResult {
+    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig {
+        client: ClientTimeouts {
+            session: Duration::from_secs(3),
+            operation: Duration::from_secs(3),
+        },
+        ..ZabEnsembleConfig::default()
+    })
+    .await?;
+    let leader = ensemble.leader().ok_or("no leader")?;
+    let follower = ensemble
+        .live_servers()
+        .into_iter()
+        .find(|s| *s != leader)
+        .ok_or("no follower")?;
+    let client = ensemble.connect_client(follower).await?;
+    client.create("/mine", b"", CreateMode::Ephemeral).await?;
+    let session = client.session_id();
+    assert!(ensemble.isolate(follower));
+    eventually(
+        "client moved off the isolated follower",
+        Duration::from_secs(10),
+        || async {
+            client.server() != follower && client.session_state() == SessionState::Connected
+        },
+    )
+    .await?;
+    // Same session, its ephemeral alive, and it writes through its new server.
+    assert_eq!(client.session_id(), session);
+    client.create("/after", b"", CreateMode::Persistent).await?;
+    let stat = client
+        .exists("/mine", false)
+        .await?
+        .ok_or("ephemeral lost")?;
+    assert_eq!(stat.ephemeral_owner, session);
+    // Well past the session timeout: still alive (touched through the new server).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(client.exists("/mine", false).await?.is_some());
+    ensemble.heal();
     Ok(())
 }
 

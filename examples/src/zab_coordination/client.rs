@@ -6,7 +6,9 @@
 //!   from its own replica; [`Coordination::sync`] makes the server catch up with the leader.
 //! - The client keeps its session alive by touching it at its server (on every request and on
 //!   a heartbeat every third of the session timeout); the ensemble's leader expires it
-//!   otherwise, through a committed `CloseSession`. Then the client reports `Expired`, opens a
+//!   otherwise, through a committed `CloseSession`. A server that stops serving (it lost its
+//!   leader) for two heartbeats is left for another one, as a ZooKeeper server closes its
+//!   clients' connections then. Then the client reports `Expired`, opens a
 //!   new session and reports `Connected` with it.
 //! - Watches are registered at its server, which fires them as it applies transactions. If the
 //!   server dies (or the connection is cut), the client reports `Disconnected`, moves to
@@ -273,6 +275,7 @@ async fn open_session(
 async fn run(inner: Arc<ClientInner>, mut notices: mpsc::UnboundedReceiver<Notice>) {
     let beat = (inner.timeouts.session / 3).max(Duration::from_millis(10));
     let mut heartbeat = tokio::time::interval(beat);
+    let mut not_serving_since: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             n = notices.recv() => match n {
@@ -311,8 +314,22 @@ async fn run(inner: Arc<ClientInner>, mut notices: mpsc::UnboundedReceiver<Notic
             },
             _ = heartbeat.tick() => {
                 let st = inner.lock();
-                if st.state == SessionState::Connected {
-                    st.server.touch(st.session, inner.timeouts.session);
+                if st.state != SessionState::Connected {
+                    continue;
+                }
+                st.server.touch(st.session, inner.timeouts.session);
+                // A server that lost its leader (partitioned away, or no quorum) stops serving;
+                // as a ZooKeeper server closes its clients' connections then, the client moves
+                // to another server after two heartbeats without service, in time to keep its
+                // session.
+                if st.server.status().epoch.is_some() {
+                    not_serving_since = None;
+                } else if not_serving_since.is_none() {
+                    not_serving_since = Some(tokio::time::Instant::now());
+                } else if not_serving_since.is_some_and(|t| t.elapsed() >= beat) {
+                    not_serving_since = None;
+                    info!(session = st.session, sid = st.server.sid().0, "server not serving: moving");
+                    st.server.state.lock().detach(st.session);
                 }
             }
         }

@@ -363,6 +363,16 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_decode_to_a_value_or_an_error_never_a_panic(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)
+        ) {
+            let _ = CoordTxn::decode(&data);
+            let _ = SnapshotData::decode(&data);
+        }
+    }
+
     #[test]
     fn a_huge_op_count_in_a_short_payload_is_refused_without_allocating_it() {
         let mut b = BytesMut::new();

@@ -349,6 +349,25 @@ impl ZabEnsemble {
         }
     }
 
+    /// Cuts server `sid` off from every other server (in-memory mesh only; false over TCP).
+    /// It keeps running: it loses its leader (or its quorum) and stops serving.
+    pub fn isolate(&self, sid: ServerId) -> bool {
+        match &self.net {
+            Net::Memory(net) => {
+                net.isolate(sid);
+                true
+            }
+            Net::Tcp(_) => false,
+        }
+    }
+
+    /// Restores every link cut by [`isolate`](Self::isolate).
+    pub fn heal(&self) {
+        if let Net::Memory(net) = &self.net {
+            net.heal();
+        }
+    }
+
     /// Crashes the current leader (waiting up to 10 s for one); returns its sid.
     pub async fn kill_leader(&self) -> Option<ServerId> {
         let l = self.wait_for_leader(Duration::from_secs(10)).await.ok()?;
