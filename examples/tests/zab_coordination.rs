@@ -17,7 +17,8 @@ use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::conformance::{self, ConformanceHarness};
 use kafka_controller::coordination::{
-    Coordination, CoordinationEvent, CreateMode, SessionEvent, SessionState, ANY_VERSION,
+    Coordination, CoordinationError, CoordinationEvent, CreateMode, SessionEvent, SessionState,
+    ANY_VERSION,
 };
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode};
 use zab_core::ServerId;
@@ -55,6 +56,14 @@ async fn conformance_suite_on_a_zab_ensemble_over_loopback_tcp_and_after_its_lea
     })
     .await?;
     conformance::run_all(&ensemble).await?;
+    // A write too large for a quorum packet is refused; the ensemble goes on.
+    let c = ensemble.connect_spread().await?;
+    let huge = vec![7u8; 2 << 20];
+    let refused = c.create("/huge", &huge, CreateMode::Persistent).await;
+    assert!(
+        matches!(refused, Err(CoordinationError::BadArguments(_))),
+        "{refused:?}"
+    );
     let old = ensemble.kill_leader().await.ok_or("no leader")?;
     ensemble.wait_for_leader(Duration::from_secs(10)).await?;
     conformance::create_and_read(&ensemble).await?;

@@ -102,6 +102,19 @@ async fn z2_sync_after_a_write_reads_it_on_every_server() {
 }
 
 #[tokio::test]
+async fn z2_a_write_no_learner_could_accept_is_refused_and_the_ensemble_goes_on() {
+    let net = MemoryNetwork::new();
+    let sms: Vec<Shared> = (0..3).map(|_| Shared::default()).collect();
+    let h = ensemble(&net, &sms).await;
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    let huge = vec![0u8; zab_core::discovery::MAX_PACKET_DATA + 1];
+    assert!(!h[0].propose(huge.into()));
+    assert!(h[0].propose(b"small".to_vec().into()));
+    h[0].sync().await.expect("sync");
+    assert_eq!(sms[0].payloads(), vec![b"small".to_vec()]);
+}
+
+#[tokio::test]
 async fn z6_sync_fails_on_a_server_that_serves_no_epoch() {
     let net = MemoryNetwork::new();
     let sms: Vec<Shared> = (0..3).map(|_| Shared::default()).collect();

@@ -13,6 +13,7 @@ use kafka_controller::coordination::{CoordinationError, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{debug, info};
+use zab_core::discovery::MAX_PACKET_DATA;
 use zab_core::peer::{PeerHandle, PeerStatus};
 use zab_core::ServerId;
 
@@ -128,6 +129,13 @@ impl ZabServer {
         let (tx, rx) = oneshot::channel();
         let origin = self.state.lock().new_request(tx);
         let payload = CoordTxn { origin, body }.encode();
+        if payload.len() > MAX_PACKET_DATA {
+            self.state.lock().waiters.remove(&origin.request);
+            return Err(CoordinationError::BadArguments(format!(
+                "a transaction of {} bytes exceeds the {MAX_PACKET_DATA}-byte limit",
+                payload.len()
+            )));
+        }
         if !self.peer.propose(payload) {
             self.state.lock().waiters.remove(&origin.request);
             return Err(CoordinationError::ConnectionLoss);

@@ -13,6 +13,7 @@ use tracing::{debug, info};
 use crate::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
 use crate::discovery::{
     packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery, QuorumPacket, Timing,
+    MAX_PACKET_DATA,
 };
 use crate::election::{Action, Decision, ElectionConfig, FastLeaderElection, VoteData};
 use crate::notification::Notification;
@@ -252,8 +253,11 @@ impl PeerHandle {
     /// it) never shows up: wait with a timeout, and treat the timeout as ZooKeeper's
     /// `CONNECTIONLOSS` (the outcome is unknown). [`current`](Self::current) tells whether the
     /// peer serves an established epoch (`epoch.is_some()`) before proposing.
+    ///
+    /// A payload larger than [`MAX_PACKET_DATA`] (ZooKeeper's `jute.maxbuffer`) is refused
+    /// (`false`): no learner would accept the PROPOSAL carrying it.
     pub fn propose(&self, data: Bytes) -> bool {
-        self.control.try_send(Control::Write(data)).is_ok()
+        data.len() <= MAX_PACKET_DATA && self.control.try_send(Control::Write(data)).is_ok()
     }
 
     /// ZooKeeper's `sync`: a barrier after which this server has applied every transaction the
