@@ -20,6 +20,7 @@ use crate::notification::Notification;
 use crate::peer::replication::{Replication, ReplicationError};
 use crate::peer::sessions::{
     decode_touches, encode_touches, SessionId, SessionTracker, MAX_TRACKED_SESSIONS,
+    TOUCH_ENTRY_BYTES,
 };
 use crate::quorum::QuorumVerifier;
 use crate::state_machine::StateMachine;
@@ -260,11 +261,12 @@ impl PeerHandle {
         data.len() <= MAX_PACKET_DATA && self.control.try_send(Control::Write(data)).is_ok()
     }
 
-    /// ZooKeeper's `sync`: a barrier after which this server has applied every transaction the
-    /// leader committed before the call, and every write [`propose`](Self::propose)d through
-    /// this handle before it that the leader committed (read-your-writes). A follower or observer sends SYNC to its leader and
-    /// completes when the leader's answer comes back (behind every COMMIT sent before it); the
-    /// leader completes once it applied everything it had proposed when asked. Returns the
+    /// Z2 (reads are served locally): ZooKeeper's `sync`, a barrier after which this server
+    /// has applied every transaction the leader committed before the call, and every write
+    /// [`propose`](Self::propose)d through this handle before it that the leader committed
+    /// (read-your-writes). A follower or observer sends SYNC to its leader and completes when
+    /// the leader's answer comes back (behind every COMMIT sent before it); the leader
+    /// completes once it applied everything it had proposed when asked. Returns the
     /// zxid the barrier waited for. Fails with [`SyncError::NotServing`] when the peer serves
     /// no established epoch, or leaves it before the barrier completes.
     pub async fn sync(&self) -> Result<Zxid, SyncError> {
@@ -656,7 +658,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                         && matches!(self.role, Role::Learner(_))
                         && !self.touches.is_empty()
                     {
-                        packet.data = Some(encode_touches(&std::mem::take(&mut self.touches)));
+                        packet.data = Some(encode_touches(&take_touches(&mut self.touches)));
                     }
                     // A learner sent its sync data after the epoch was established joins the
                     // broadcast now, so that nothing committed from here on passes it by.
@@ -895,5 +897,37 @@ fn touch_from_ping(
             }
         }
         Err(e) => debug!(sid = from.0, "malformed session-touch table ignored: {e}"),
+    }
+}
+
+/// Takes the touches for one PING reply: as many as a quorum packet may carry, the rest wait
+/// for the next PING.
+fn take_touches(touches: &mut BTreeMap<SessionId, Duration>) -> BTreeMap<SessionId, Duration> {
+    let limit = MAX_PACKET_DATA / TOUCH_ENTRY_BYTES;
+    match touches.keys().nth(limit).copied() {
+        Some(first_left) => {
+            let rest = touches.split_off(&first_left);
+            std::mem::replace(touches, rest)
+        }
+        None => std::mem::take(touches),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ping_reply_carries_at_most_a_packets_worth_of_touches_and_keeps_the_rest() {
+        let limit = MAX_PACKET_DATA / TOUCH_ENTRY_BYTES;
+        let mut touches: BTreeMap<SessionId, Duration> = (0..limit as i64 + 5)
+            .map(|s| (s, Duration::from_secs(1)))
+            .collect();
+        let first = take_touches(&mut touches);
+        assert_eq!(first.len(), limit);
+        assert!(encode_touches(&first).len() <= MAX_PACKET_DATA);
+        assert_eq!(touches.len(), 5);
+        assert_eq!(take_touches(&mut touches).len(), 5);
+        assert!(touches.is_empty());
     }
 }

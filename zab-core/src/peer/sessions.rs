@@ -17,7 +17,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub type SessionId = i64;
 
 /// Bytes of one entry of a session-touch table.
-const TOUCH_ENTRY: usize = 12;
+pub const TOUCH_ENTRY_BYTES: usize = 12;
+const TOUCH_ENTRY: usize = TOUCH_ENTRY_BYTES;
 
 /// At most this many sessions are tracked (or kept as pending touches); further new sessions
 /// are ignored until some expire. Bounds memory whatever clients do.
@@ -154,6 +155,10 @@ mod tests {
 
     #[test]
     fn touch_tables_round_trip_and_reject_torn_entries() {
+        assert_eq!(
+            encode_touches(&BTreeMap::from([(1, Duration::from_secs(1))])).len(),
+            TOUCH_ENTRY_BYTES
+        );
         let mut m = BTreeMap::new();
         m.insert(-5, Duration::from_millis(4000));
         m.insert(9, Duration::from_millis(1));
