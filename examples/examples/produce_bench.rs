@@ -3,7 +3,8 @@
 //! measured in the same run, with the ratios against the targets of the reference broker.
 //!
 //! ```text
-//! cargo run --release -p ha-examples --example produce_bench [-- --records <n>] [--producers <n>] [--batch <records>]
+//! cargo run --release -p ha-examples --example produce_bench [-- --records <n>] [--producers <n>]
+//!     [--in-flight <n>] [--batch <records>] [--latency-samples <n>]
 //! ```
 //!
 //! The cluster: brokers 1, 2, 3 (`Broker` with `MemoryLog` and a `MemoryIsrWriter` each, no
@@ -12,9 +13,10 @@
 //! `min.insync.replicas=2`; followers fetch with Kafka's defaults (`replica.fetch.wait.max.ms`
 //! 500, `min.bytes` 1).
 //!
-//! The producer shape: `--producers` clients (default 6, two per partition), each with its own
-//! connection to the partition leader and one request in flight, sending batches of
-//! `--batch` records (default 16 × 1 KiB = 16 KiB, Kafka's `batch.size`) with acks=all.
+//! The producer shape: `--producers` connections (default 3, one per partition, each to its
+//! partition's leader), each keeping up to `--in-flight` requests outstanding (default 5,
+//! Kafka's `max.in.flight.requests.per.connection`), every request one batch of `--batch`
+//! records (default 16 × 1 KiB = 16 KiB, Kafka's `batch.size`), acks=all.
 //! Commit latency is one request's send → acks=all answer. A second, unloaded run has one
 //! producer sending one 1 KiB record at a time: that is the latency the target is judged on.
 //! Then one consumer per partition reads everything back from the leaders (Fetch, 1 MiB per
@@ -29,11 +31,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use ha_examples::broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
 use kafka_replication::isr::{LeaderAndIsr, MemoryIsrWriter, TopicPartition};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
+use kafka_wire::frame::{decode_frame, encode_frame, DEFAULT_MAX_FRAME_SIZE};
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_wire::messages::leader_and_isr_request::{
     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
@@ -47,9 +50,10 @@ use kafka_wire::messages::{
     FetchRequest, LeaderAndIsrRequest, ProduceRequest, UpdateMetadataRequest,
 };
 use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
-use kafka_wire::{RequestBody, ResponseBody, Uuid};
+use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, ResponseHeader, Uuid};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
 
 type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
 type BenchBroker = Broker<MemoryLog, MemoryIsrWriter>;
@@ -74,6 +78,7 @@ const LATENCY_TARGET: f64 = 5.0;
 struct Settings {
     records: usize,
     producers: usize,
+    in_flight: usize,
     batch: usize,
     latency_samples: usize,
 }
@@ -81,7 +86,8 @@ struct Settings {
 fn parse_args() -> Result<Settings, String> {
     let mut s = Settings {
         records: 96_000,
-        producers: 6,
+        producers: 3,
+        in_flight: 5,
         batch: 16,
         latency_samples: 2_000,
     };
@@ -98,6 +104,7 @@ fn parse_args() -> Result<Settings, String> {
         match flag.as_str() {
             "--records" => s.records = n,
             "--producers" => s.producers = n,
+            "--in-flight" => s.in_flight = n,
             "--batch" => s.batch = n,
             "--latency-samples" => s.latency_samples = n,
             other => return Err(format!("unknown flag {other}")),
@@ -398,35 +405,117 @@ async fn produce_one(c: &mut KafkaConnection, body: &RequestBody) -> BenchResult
     }
 }
 
-/// `producers` clients, each sending `requests` batches of `batch` records to its partition;
-/// returns every request's latency (sorted) and the wall time.
+/// Encodes one request frame (size prefix, header v1/v2, body).
+fn request_frame(correlation_id: i32, version: i16, body: &RequestBody) -> BenchResult<Bytes> {
+    let api_key = body.api_key();
+    let header = RequestHeader {
+        request_api_key: api_key.as_i16(),
+        request_api_version: version,
+        correlation_id,
+        client_id: Some("bench-producer".into()),
+        ..Default::default()
+    };
+    let mut payload = BytesMut::new();
+    header.encode(&mut payload, api_key.request_header_version(version))?;
+    body.encode(&mut payload, version)?;
+    let mut frame = BytesMut::with_capacity(payload.len() + 4);
+    encode_frame(&payload, &mut frame, DEFAULT_MAX_FRAME_SIZE)?;
+    Ok(frame.freeze())
+}
+
+/// One producer connection keeping up to `in_flight` acks=all requests outstanding, as a Kafka
+/// producer does (`max.in.flight.requests.per.connection`); the latency of every request.
+async fn pipelined_producer(
+    addr: SocketAddr,
+    partition: i32,
+    records: Bytes,
+    requests: usize,
+    in_flight: usize,
+) -> BenchResult<Vec<Duration>> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut rd, mut wr) = stream.into_split();
+    let body = produce_request(partition, records);
+    let permits = Arc::new(Semaphore::new(in_flight));
+    let (sent_tx, mut sent_rx) = mpsc::unbounded_channel::<(i32, Instant)>();
+    let writer = {
+        let permits = permits.clone();
+        tokio::spawn(async move {
+            for id in 0..requests {
+                let correlation_id = i32::try_from(id)?;
+                let frame = request_frame(correlation_id, PRODUCE_VERSION, &body)?;
+                permits.acquire().await?.forget();
+                let _ = sent_tx.send((correlation_id, Instant::now()));
+                wr.write_all(&frame).await?;
+            }
+            Ok::<_, Box<dyn Error + Send + Sync>>(wr)
+        })
+    };
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut latencies = Vec::with_capacity(requests);
+    while latencies.len() < requests {
+        let mut frame = loop {
+            if let Some(f) = decode_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE)? {
+                break f;
+            }
+            if rd.read_buf(&mut buf).await? == 0 {
+                return Err("producer connection closed".into());
+            }
+        };
+        let now = Instant::now();
+        let (expected, sent_at) = sent_rx.recv().await.ok_or("answer without a request")?;
+        let h = ResponseHeader::decode(
+            &mut frame,
+            ApiKey::Produce.response_header_version(PRODUCE_VERSION),
+        )?;
+        if h.correlation_id != expected {
+            return Err("answers out of order".into());
+        }
+        let ResponseBody::Produce(r) =
+            ResponseBody::decode(ApiKey::Produce, PRODUCE_VERSION, &mut frame)?
+        else {
+            return Err("not a produce response".into());
+        };
+        if let Some(code) = r
+            .responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter())
+            .map(|p| p.error_code)
+            .find(|c| *c != 0)
+        {
+            return Err(format!("produce failed with error code {code}").into());
+        }
+        latencies.push(now - sent_at);
+        permits.add_permits(1);
+    }
+    drop(writer.await??);
+    Ok(latencies)
+}
+
+/// `producers` connections, producer i to partition i mod 3, each sending `requests` batches
+/// of `batch` records with up to `in_flight` outstanding; every request's latency (sorted)
+/// and the wall time.
 async fn produce_phase(
     cluster: &Cluster,
     producers: usize,
+    in_flight: usize,
     requests: usize,
     batch_records: usize,
 ) -> BenchResult<(Vec<Duration>, Duration)> {
     let value = vec![0x42u8; RECORD_SIZE];
     let records = batch(batch_records, &value)?;
-    let mut clients = Vec::new();
+    let t = Instant::now();
+    let mut tasks = Vec::new();
     for i in 0..producers {
         let partition = (i % PARTITIONS as usize) as i32;
-        let c = KafkaConnection::connect(cluster.leader_addr(partition)?, "bench-producer").await?;
-        clients.push((c, produce_request(partition, records.clone())));
+        tasks.push(tokio::spawn(pipelined_producer(
+            cluster.leader_addr(partition)?,
+            partition,
+            records.clone(),
+            requests,
+            in_flight,
+        )));
     }
-    let t = Instant::now();
-    let tasks: Vec<_> = clients
-        .into_iter()
-        .map(|(mut c, body)| {
-            tokio::spawn(async move {
-                let mut lat = Vec::with_capacity(requests);
-                for _ in 0..requests {
-                    lat.push(produce_one(&mut c, &body).await?);
-                }
-                Ok::<_, Box<dyn Error + Send + Sync>>(lat)
-            })
-        })
-        .collect();
     let mut all = Vec::new();
     for task in tasks {
         all.extend(task.await??);
@@ -509,7 +598,7 @@ async fn main() -> BenchResult<()> {
     let s = match parse_args() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--batch n] [--latency-samples n]");
+            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n]");
             std::process::exit(2);
         }
     };
@@ -551,7 +640,7 @@ async fn main() -> BenchResult<()> {
     }
 
     // Unloaded commit latency: one producer, one record per request.
-    let (lat1, _) = produce_phase(&cluster, 1, s.latency_samples, 1).await?;
+    let (lat1, _) = produce_phase(&cluster, 1, 1, s.latency_samples, 1).await?;
     let (l1_p50, l1_p99) = (quantile(&lat1, 0.5), quantile(&lat1, 0.99));
     println!(
         "commit latency, 1 producer, 1 record per request:   p50 {:>8.1} µs   p99 {:>8.1} µs   ({} requests)",
@@ -562,14 +651,14 @@ async fn main() -> BenchResult<()> {
 
     // Throughput.
     let requests = s.records.div_ceil(s.producers * s.batch);
-    let (lat, wall) = produce_phase(&cluster, s.producers, requests, s.batch).await?;
+    let (lat, wall) = produce_phase(&cluster, s.producers, s.in_flight, requests, s.batch).await?;
     let produced = lat.len() * s.batch;
     let produced_bytes = produced * RECORD_SIZE;
     let produce_mib = mib_per_s(produced_bytes, wall);
     let (lp50, lp99) = (quantile(&lat, 0.5), quantile(&lat, 0.99));
     println!(
-        "produce → committed: {} producers × 1 in flight, batches of {} × {RECORD_SIZE} B, acks=all",
-        s.producers, s.batch
+        "produce → committed: {} producers × {} in flight, batches of {} × {RECORD_SIZE} B, acks=all",
+        s.producers, s.in_flight, s.batch
     );
     println!(
         "  {produced} records in {:.3} s: {:>9.0} records/s {:>8.1} MiB/s   commit latency p50 {:>8.1} µs   p99 {:>8.1} µs",
