@@ -81,6 +81,7 @@ struct Settings {
     in_flight: usize,
     batch: usize,
     latency_samples: usize,
+    baseline_mib: usize,
 }
 
 fn parse_args() -> Result<Settings, String> {
@@ -90,6 +91,7 @@ fn parse_args() -> Result<Settings, String> {
         in_flight: 5,
         batch: 16,
         latency_samples: 2_000,
+        baseline_mib: 1024,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -107,6 +109,7 @@ fn parse_args() -> Result<Settings, String> {
             "--in-flight" => s.in_flight = n,
             "--batch" => s.batch = n,
             "--latency-samples" => s.latency_samples = n,
+            "--baseline-mib" => s.baseline_mib = n,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -120,6 +123,26 @@ fn quantile(v: &[Duration], q: f64) -> Duration {
     }
     let rank = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len());
     v[rank - 1]
+}
+
+/// User + system CPU seconds of this process so far (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at the state, field 3;
+    // utime and stime are fields 14 and 15, in clock ticks (100 per second on Linux).
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn us(d: Duration) -> f64 {
@@ -598,7 +621,7 @@ async fn main() -> BenchResult<()> {
     let s = match parse_args() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n]");
+            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n] [--baseline-mib n]");
             std::process::exit(2);
         }
     };
@@ -612,7 +635,7 @@ async fn main() -> BenchResult<()> {
     // Raw baseline.
     let rtts = raw_ping_pong(20_000).await?;
     let (ping_p50, ping_p99) = (quantile(&rtts, 0.5), quantile(&rtts, 0.99));
-    let bulk_bytes = 1 << 30;
+    let bulk_bytes = s.baseline_mib << 20;
     let bulk = raw_bulk_copy(bulk_bytes).await?;
     let bulk_mib = mib_per_s(bulk_bytes, bulk);
     println!("raw tokio TCP, loopback:");
@@ -622,7 +645,10 @@ async fn main() -> BenchResult<()> {
         us(ping_p99),
         rtts.len()
     );
-    println!("  bulk copy 64 KiB writes  {bulk_mib:>8.1} MiB/s   (1 GiB)");
+    println!(
+        "  bulk copy 64 KiB writes  {bulk_mib:>8.1} MiB/s   ({} MiB)",
+        s.baseline_mib
+    );
 
     let cluster = start_cluster().await?;
     println!(
@@ -651,10 +677,12 @@ async fn main() -> BenchResult<()> {
 
     // Throughput.
     let requests = s.records.div_ceil(s.producers * s.batch);
+    let cpu_before = cpu_seconds();
     let (lat, wall) = produce_phase(&cluster, s.producers, s.in_flight, requests, s.batch).await?;
     let produced = lat.len() * s.batch;
     let produced_bytes = produced * RECORD_SIZE;
     let produce_mib = mib_per_s(produced_bytes, wall);
+    let cpu = cpu_seconds() - cpu_before;
     let (lp50, lp99) = (quantile(&lat, 0.5), quantile(&lat, 0.99));
     println!(
         "produce → committed: {} producers × {} in flight, batches of {} × {RECORD_SIZE} B, acks=all",
@@ -667,6 +695,12 @@ async fn main() -> BenchResult<()> {
         produce_mib,
         us(lp50),
         us(lp99)
+    );
+    println!(
+        "  CPU of this process meanwhile: {cpu:.2} s ({:.2} cores busy of {}), {:.1} ms per MiB committed",
+        cpu / wall.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu * 1e3 / (produced_bytes as f64 / (1024.0 * 1024.0)).max(1e-9)
     );
 
     // Consume everything back.
