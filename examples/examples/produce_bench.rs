@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cargo run --release -p ha-examples --example produce_bench [-- --records <n>] [--producers <n>]
-//!     [--in-flight <n>] [--batch <records>] [--latency-samples <n>]
+//!     [--in-flight <n>] [--batch <records>] [--latency-samples <n>] [--baseline-mib <n>]
+//!     [--ping-samples <n>]
 //! ```
 //!
 //! The cluster: brokers 1, 2, 3 (`Broker` with `MemoryLog` and a `MemoryIsrWriter` each, no
@@ -82,6 +83,7 @@ struct Settings {
     batch: usize,
     latency_samples: usize,
     baseline_mib: usize,
+    ping_samples: usize,
 }
 
 fn parse_args() -> Result<Settings, String> {
@@ -92,6 +94,7 @@ fn parse_args() -> Result<Settings, String> {
         batch: 16,
         latency_samples: 2_000,
         baseline_mib: 1024,
+        ping_samples: 20_000,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -110,6 +113,7 @@ fn parse_args() -> Result<Settings, String> {
             "--batch" => s.batch = n,
             "--latency-samples" => s.latency_samples = n,
             "--baseline-mib" => s.baseline_mib = n,
+            "--ping-samples" => s.ping_samples = n,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -621,7 +625,7 @@ async fn main() -> BenchResult<()> {
     let s = match parse_args() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n] [--baseline-mib n]");
+            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n] [--baseline-mib n] [--ping-samples n]");
             std::process::exit(2);
         }
     };
@@ -633,7 +637,7 @@ async fn main() -> BenchResult<()> {
     );
 
     // Raw baseline.
-    let rtts = raw_ping_pong(20_000).await?;
+    let rtts = raw_ping_pong(s.ping_samples).await?;
     let (ping_p50, ping_p99) = (quantile(&rtts, 0.5), quantile(&rtts, 0.99));
     let bulk_bytes = s.baseline_mib << 20;
     let bulk = raw_bulk_copy(bulk_bytes).await?;
