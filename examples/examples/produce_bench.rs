@@ -18,8 +18,9 @@
 //! partition's leader), each keeping up to `--in-flight` requests outstanding (default 5,
 //! Kafka's `max.in.flight.requests.per.connection`), every request one batch of `--batch`
 //! records (default 16 × 1 KiB = 16 KiB, Kafka's `batch.size`), acks=all.
-//! Commit latency is one request's send → acks=all answer. A second, unloaded run has one
-//! producer sending one 1 KiB record at a time: that is the latency the target is judged on.
+//! Commit latency is one request's send → acks=all answer. Before that load, an unloaded run
+//! has one producer sending one 1 KiB record at a time: that is the latency the target is
+//! judged on.
 //! Then one consumer per partition reads everything back from the leaders (Fetch, 1 MiB per
 //! request) and checks every batch's CRC and the record count.
 //!
