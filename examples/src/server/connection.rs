@@ -29,8 +29,11 @@ use super::order::ResponseOrder;
 use super::processor::ProcessorShared;
 use super::response::{encode_api_versions, write_chunks};
 
-/// Bytes the read buffer keeps free before each read.
-const READ_CHUNK: usize = 8 * 1024;
+/// Bytes the read buffer has free for each read while requests are coming: several pipelined
+/// produce requests of 16 KiB batches are taken in one `recv`.
+const READ_CHUNK: usize = 64 * 1024;
+/// Bytes the read buffer of an idle connection (nothing in flight, nothing buffered) keeps.
+const IDLE_READ_CHUNK: usize = 8 * 1024;
 /// Ready responses of one connection are written together up to about this many bytes.
 const WRITE_BATCH: usize = 1 << 20;
 
@@ -52,7 +55,7 @@ pub(crate) async fn run_connection(
             processor: shared.index,
         },
         codec: KafkaFrameCodec::new(shared.config.max_frame_size),
-        read_buf: BytesMut::with_capacity(READ_CHUNK),
+        read_buf: BytesMut::with_capacity(IDLE_READ_CHUNK),
         writer: write,
         order: ResponseOrder::new(shared.config.max_in_flight_per_connection),
         completions,
@@ -120,8 +123,14 @@ impl Connection {
                 Some((at, reason)) => (at, Some(reason)),
                 None => (Instant::now() + config.idle_timeout, None),
             };
-            if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK {
-                self.read_buf.reserve(READ_CHUNK);
+            let idle = self.order.in_flight() == 0 && self.read_buf.is_empty();
+            if idle && self.read_buf.capacity() > IDLE_READ_CHUNK {
+                // The frames already taken keep their own share of the old buffer.
+                self.read_buf = BytesMut::new();
+            }
+            let chunk = if idle { IDLE_READ_CHUNK } else { READ_CHUNK };
+            if self.read_buf.capacity() - self.read_buf.len() < chunk {
+                self.read_buf.reserve(chunk);
             }
             tokio::select! {
                 r = read.read_buf(&mut self.read_buf), if can_read => match r {
