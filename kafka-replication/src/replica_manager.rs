@@ -664,8 +664,8 @@ impl<L: LogStorage> ReplicaManager<L> {
                 if params.fetch_offset < end {
                     bytes += p
                         .log()
-                        .read(params.fetch_offset, params.max_bytes, end, false)
-                        .map_or(0, |b| b.len());
+                        .readable_bytes(params.fetch_offset, params.max_bytes, end, false)
+                        .unwrap_or(0);
                 }
             }
         }

@@ -12,7 +12,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use kafka_wire::frame::{peek_request_header, KafkaFrameCodec};
 use kafka_wire::{ApiKey, RequestBody, RequestHeader};
 use tokio::io::AsyncReadExt;
@@ -29,8 +29,13 @@ use super::order::ResponseOrder;
 use super::processor::ProcessorShared;
 use super::response::{encode_api_versions, write_chunks};
 
-/// Bytes the read buffer keeps free before each read.
-const READ_CHUNK: usize = 8 * 1024;
+/// Bytes the read buffer has free for each read while requests are coming: several pipelined
+/// produce requests of 16 KiB batches are taken in one `recv`.
+const READ_CHUNK: usize = 64 * 1024;
+/// Bytes the read buffer of an idle connection (nothing in flight, nothing buffered) keeps.
+const IDLE_READ_CHUNK: usize = 8 * 1024;
+/// Ready responses of one connection are written together up to about this many bytes.
+const WRITE_BATCH: usize = 1 << 20;
 
 /// Drives one connection until it is closed; returns its id so the processor can forget it.
 pub(crate) async fn run_connection(
@@ -50,7 +55,7 @@ pub(crate) async fn run_connection(
             processor: shared.index,
         },
         codec: KafkaFrameCodec::new(shared.config.max_frame_size),
-        read_buf: BytesMut::with_capacity(READ_CHUNK),
+        read_buf: BytesMut::with_capacity(IDLE_READ_CHUNK),
         writer: write,
         order: ResponseOrder::new(shared.config.max_in_flight_per_connection),
         completions,
@@ -118,8 +123,14 @@ impl Connection {
                 Some((at, reason)) => (at, Some(reason)),
                 None => (Instant::now() + config.idle_timeout, None),
             };
-            if self.read_buf.capacity() - self.read_buf.len() < READ_CHUNK {
-                self.read_buf.reserve(READ_CHUNK);
+            let idle = self.order.in_flight() == 0 && self.read_buf.is_empty();
+            if idle && self.read_buf.capacity() > IDLE_READ_CHUNK {
+                // The frames already taken keep their own share of the old buffer.
+                self.read_buf = BytesMut::new();
+            }
+            let chunk = if idle { IDLE_READ_CHUNK } else { READ_CHUNK };
+            if self.read_buf.capacity() - self.read_buf.len() < chunk {
+                self.read_buf.reserve(chunk);
             }
             tokio::select! {
                 r = read.read_buf(&mut self.read_buf), if can_read => match r {
@@ -130,6 +141,11 @@ impl Connection {
                 c = self.completions.recv() => match c {
                     Some(c) => {
                         self.order.finish(c.seq, c.outcome);
+                        // Take every completion already there, so the responses that are
+                        // ready go out in one write.
+                        while let Ok(c) = self.completions.try_recv() {
+                            self.order.finish(c.seq, c.outcome);
+                        }
                     }
                     None => return CloseReason::Shutdown,
                 },
@@ -142,25 +158,45 @@ impl Connection {
         }
     }
 
-    /// Writes every completion that is next in request order.
+    /// Writes every completion that is next in request order, the frames of several
+    /// responses together in one vectored write (up to [`WRITE_BATCH`] bytes).
     async fn write_ready(&mut self) -> Result<(), CloseReason> {
-        while let Some(outcome) = self.order.pop_next() {
-            match outcome {
-                Outcome::Frame(chunks) => {
-                    let write_timeout = self.shared.config.write_timeout;
-                    match write_chunks(&mut self.writer, chunks, write_timeout).await {
-                        Ok(()) => self.last_activity = Instant::now(),
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                            return Err(CloseReason::WriteTimeout)
-                        }
-                        Err(e) => return Err(CloseReason::Write(e)),
+        let mut batch: Vec<Bytes> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let mut close = None;
+        loop {
+            match self.order.pop_next() {
+                Some(Outcome::Frame(chunks)) => {
+                    batch_bytes += chunks.iter().map(Bytes::len).sum::<usize>();
+                    batch.extend(chunks);
+                    if batch_bytes < WRITE_BATCH {
+                        continue;
                     }
                 }
-                Outcome::NoResponse => {}
-                Outcome::Close(reason) => return Err(reason),
+                Some(Outcome::NoResponse) => continue,
+                Some(Outcome::Close(reason)) => close = Some(reason),
+                None => {}
+            }
+            if !batch.is_empty() {
+                let write_timeout = self.shared.config.write_timeout;
+                match write_chunks(&mut self.writer, std::mem::take(&mut batch), write_timeout)
+                    .await
+                {
+                    Ok(()) => self.last_activity = Instant::now(),
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                        return Err(CloseReason::WriteTimeout)
+                    }
+                    Err(e) => return Err(CloseReason::Write(e)),
+                }
+                batch_bytes = 0;
+            }
+            if let Some(reason) = close {
+                return Err(reason);
+            }
+            if !self.order.next_is_ready() {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// Takes one request frame: refuses what the handler does not support, answers an

@@ -17,7 +17,8 @@
 //! - M **handler workers** take requests off the channel, call [`RequestHandler::handle`],
 //!   encode the response with the response header version its API and version call for, and
 //!   put it on the response queue of the processor owning the connection. Record data stays in
-//!   its own buffers up to the vectored socket write.
+//!   its own buffers up to the vectored socket write. A request that parks (an acks=all
+//!   produce, a long-poll fetch) finishes on a task of its own and frees its worker at once.
 //!
 //! Bad input never reaches the handler and never stalls another connection:
 //! - an API key the handler does not declare, or a version outside the declared range of any

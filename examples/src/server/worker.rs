@@ -1,9 +1,16 @@
 //! Handler workers (Kafka's `KafkaRequestHandler`, `num.io.threads` of them): each takes the
 //! next request off the shared request channel, runs the [`RequestHandler`], encodes the
 //! response and puts it on the response queue of the processor owning the connection.
+//!
+//! A worker never waits on a parked request: when the handler's future is not ready at its
+//! first poll (an acks=all produce or a long-poll fetch waiting in a purgatory), the rest of
+//! it moves to a task of its own and the worker takes the next request, as Kafka's handler
+//! threads leave delayed operations to the purgatory. Parked requests stay bounded by the
+//! per-connection in-flight limit, and are dropped at shutdown.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::FutureExt;
 use tokio::sync::{mpsc, Mutex};
@@ -34,15 +41,37 @@ pub(crate) async fn run_worker<H: RequestHandler>(
             break;
         };
         let processor = request.ctx.processor;
-        let completion = handle_one(handler.as_ref(), request).await;
-        if let Some(queue) = responses.get(processor) {
-            // A closed queue means the processor stopped: the server is shutting down.
-            let _ = queue.send(completion);
+        let mut handling = Box::pin(handle_one(handler.clone(), request));
+        match futures::poll!(handling.as_mut()) {
+            Poll::Ready(completion) => deliver(&responses, processor, completion),
+            Poll::Pending => {
+                // Parked (in a purgatory, or on a lock): finish it on its own task.
+                let responses = responses.clone();
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => {}
+                        completion = handling => deliver(&responses, processor, completion),
+                    }
+                });
+            }
         }
     }
 }
 
-async fn handle_one<H: RequestHandler>(handler: &H, request: QueuedRequest) -> Completion {
+/// Puts `completion` on the response queue of processor `processor`.
+fn deliver(
+    responses: &[mpsc::UnboundedSender<Completion>],
+    processor: usize,
+    completion: Completion,
+) {
+    if let Some(queue) = responses.get(processor) {
+        // A closed queue means the processor stopped: the server is shutting down.
+        let _ = queue.send(completion);
+    }
+}
+
+async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) -> Completion {
     let QueuedRequest {
         ctx,
         seq,
@@ -104,5 +133,93 @@ async fn handle_one<H: RequestHandler>(handler: &H, request: QueuedRequest) -> C
         connection_id: ctx.connection_id,
         seq,
         outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{RequestContext, SupportedApis};
+    use async_trait::async_trait;
+    use kafka_wire::messages::{MetadataRequest, MetadataResponse};
+    use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody};
+    use std::time::Duration;
+
+    /// Answers Metadata at once, except correlation id 0, which waits for `release`.
+    struct Parking {
+        release: tokio::sync::Notify,
+    }
+
+    #[async_trait]
+    impl RequestHandler for Parking {
+        fn supported_apis(&self) -> SupportedApis {
+            SupportedApis::new().with(ApiKey::Metadata, 0, 12)
+        }
+
+        async fn handle(
+            &self,
+            _ctx: &RequestContext,
+            header: &RequestHeader,
+            _body: RequestBody,
+        ) -> Option<ResponseBody> {
+            if header.correlation_id == 0 {
+                self.release.notified().await;
+            }
+            Some(ResponseBody::Metadata(MetadataResponse::default()))
+        }
+    }
+
+    fn request(seq: u64) -> QueuedRequest {
+        QueuedRequest {
+            ctx: RequestContext {
+                broker: 1,
+                connection_id: seq,
+                peer: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
+                processor: 0,
+            },
+            seq,
+            api_key: ApiKey::Metadata,
+            header: RequestHeader {
+                request_api_key: ApiKey::Metadata.as_i16(),
+                request_api_version: 1,
+                correlation_id: i32::try_from(seq).unwrap_or(0),
+                ..Default::default()
+            },
+            body: RequestBody::Metadata(MetadataRequest::default()),
+        }
+    }
+
+    #[tokio::test]
+    async fn k3_a_parked_request_does_not_hold_its_handler_worker() {
+        let handler = Arc::new(Parking {
+            release: tokio::sync::Notify::new(),
+        });
+        let (request_tx, request_rx) = mpsc::channel(4);
+        let (response_tx, mut response_rx) = mpsc::unbounded_channel();
+        let shutdown = CancellationToken::new();
+        // One worker only: the second request is answered while the first is parked.
+        let worker = tokio::spawn(run_worker(
+            handler.clone(),
+            Arc::new(Mutex::new(request_rx)),
+            Arc::new(vec![response_tx]),
+            shutdown.clone(),
+        ));
+        for seq in 0..2 {
+            request_tx.send(request(seq)).await.expect("queued");
+        }
+        let first = tokio::time::timeout(Duration::from_secs(5), response_rx.recv())
+            .await
+            .expect("answered while the other request is parked")
+            .expect("completion");
+        assert_eq!(first.connection_id, 1);
+        handler.release.notify_one();
+        let second = tokio::time::timeout(Duration::from_secs(5), response_rx.recv())
+            .await
+            .expect("the parked request completes once released")
+            .expect("completion");
+        assert_eq!(second.connection_id, 0);
+        assert!(matches!(second.outcome, Outcome::Frame(_)));
+        shutdown.cancel();
+        worker.await.expect("worker stops");
     }
 }

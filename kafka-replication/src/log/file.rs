@@ -488,6 +488,50 @@ impl FileLog {
     }
 }
 
+impl FileLog {
+    /// Where a read lands: the segment and the byte range `[first_pos, end_pos)` of the whole
+    /// batches from the one holding `offset`, none reaching `max_offset`, at most `max_bytes`
+    /// (at least one batch with `min_one_batch`); `None` when that is no batch at all.
+    fn span(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<Option<(&Segment, u64, u64)>, LogError> {
+        let (start, end) = (self.log_start_offset(), self.log_end_offset());
+        if offset < start || offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: start,
+                log_end_offset: end,
+            });
+        }
+        let mut i = self
+            .segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        while i + 1 < self.segments.len() && self.segments[i].next_offset <= offset {
+            i += 1;
+        }
+        let seg = &self.segments[i];
+        let (first_pos, mut header) = seg.position_of(offset)?;
+        let mut pos = first_pos;
+        while let Some(h) = header {
+            if h.last_offset + 1 > max_offset {
+                break;
+            }
+            let taken = (pos - first_pos) as usize;
+            if taken + h.size as usize > max_bytes && !(taken == 0 && min_one_batch) {
+                break;
+            }
+            pos += h.size;
+            header = seg.header_at(pos)?;
+        }
+        Ok((pos > first_pos).then_some((seg, first_pos, pos)))
+    }
+}
+
 impl LogStorage for FileLog {
     fn log_start_offset(&self) -> i64 {
         self.segments.first().map_or(0, |s| s.base_offset)
@@ -529,43 +573,28 @@ impl LogStorage for FileLog {
         max_offset: i64,
         min_one_batch: bool,
     ) -> Result<Bytes, LogError> {
-        let (start, end) = (self.log_start_offset(), self.log_end_offset());
-        if offset < start || offset > end {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                log_start_offset: start,
-                log_end_offset: end,
-            });
-        }
-        let mut i = self
-            .segments
-            .partition_point(|s| s.base_offset <= offset)
-            .saturating_sub(1);
-        while i + 1 < self.segments.len() && self.segments[i].next_offset <= offset {
-            i += 1;
-        }
-        let seg = &self.segments[i];
-        let (first_pos, mut header) = seg.position_of(offset)?;
-        let mut pos = first_pos;
-        while let Some(h) = header {
-            if h.last_offset + 1 > max_offset {
-                break;
-            }
-            let taken = (pos - first_pos) as usize;
-            if taken + h.size as usize > max_bytes && !(taken == 0 && min_one_batch) {
-                break;
-            }
-            pos += h.size;
-            header = seg.header_at(pos)?;
-        }
-        if pos == first_pos {
+        let Some((seg, first_pos, pos)) =
+            self.span(offset, max_bytes, max_offset, min_one_batch)?
+        else {
             return Ok(Bytes::new());
-        }
+        };
         let mut buf = vec![0u8; (pos - first_pos) as usize];
         let mut f = &seg.file;
         f.seek(SeekFrom::Start(first_pos))?;
         f.read_exact(&mut buf)?;
         Ok(Bytes::from(buf))
+    }
+
+    fn readable_bytes(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<usize, LogError> {
+        Ok(self
+            .span(offset, max_bytes, max_offset, min_one_batch)?
+            .map_or(0, |(_, first_pos, pos)| (pos - first_pos) as usize))
     }
 
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {

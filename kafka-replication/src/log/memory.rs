@@ -30,6 +30,39 @@ impl MemoryLog {
         &self.batches
     }
 
+    /// The batches a read returns, and their total size: whole batches from the one holding
+    /// `offset`, none reaching `max_offset`, at most `max_bytes` (at least one batch with
+    /// `min_one_batch`).
+    fn pick(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<(&[RecordBatch], usize), LogError> {
+        if offset < self.log_start_offset || offset > self.log_end_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset,
+            });
+        }
+        let first = self.batches.partition_point(|b| b.next_offset() <= offset);
+        let mut last = first;
+        let mut size = 0usize;
+        for b in &self.batches[first..] {
+            if b.next_offset() > max_offset {
+                break;
+            }
+            if size + b.size() > max_bytes && !(last == first && min_one_batch) {
+                break;
+            }
+            size += b.size();
+            last += 1;
+        }
+        Ok((&self.batches[first..last], size))
+    }
+
     fn push(&mut self, batches: Vec<RecordBatch>) -> LogAppendInfo {
         let first_offset = batches
             .first()
@@ -85,27 +118,8 @@ impl LogStorage for MemoryLog {
         max_offset: i64,
         min_one_batch: bool,
     ) -> Result<Bytes, LogError> {
-        if offset < self.log_start_offset || offset > self.log_end_offset {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                log_start_offset: self.log_start_offset,
-                log_end_offset: self.log_end_offset,
-            });
-        }
-        let first = self.batches.partition_point(|b| b.next_offset() <= offset);
-        let mut picked: Vec<&RecordBatch> = Vec::new();
-        let mut size = 0usize;
-        for b in &self.batches[first..] {
-            if b.next_offset() > max_offset {
-                break;
-            }
-            if size + b.size() > max_bytes && !(picked.is_empty() && min_one_batch) {
-                break;
-            }
-            size += b.size();
-            picked.push(b);
-        }
-        Ok(match picked.as_slice() {
+        let (picked, size) = self.pick(offset, max_bytes, max_offset, min_one_batch)?;
+        Ok(match picked {
             [] => Bytes::new(),
             [one] => one.as_bytes().clone(),
             many => {
@@ -116,6 +130,17 @@ impl LogStorage for MemoryLog {
                 buf.freeze()
             }
         })
+    }
+
+    fn readable_bytes(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<usize, LogError> {
+        self.pick(offset, max_bytes, max_offset, min_one_batch)
+            .map(|(_, size)| size)
     }
 
     fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {

@@ -102,6 +102,21 @@ pub trait LogStorage {
         min_one_batch: bool,
     ) -> Result<Bytes, LogError>;
 
+    /// The length [`LogStorage::read`] with the same arguments would return, without reading
+    /// or copying the records (K8.5: a delayed fetch counts readable bytes on every check, as
+    /// Kafka's `DelayedFetch` compares log positions). The default reads; logs that know their
+    /// batch positions answer from them.
+    fn readable_bytes(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<usize, LogError> {
+        self.read(offset, max_bytes, max_offset, min_one_batch)
+            .map(|b| b.len())
+    }
+
     /// Removes every batch holding an offset ≥ `offset` and the epoch entries starting at or
     /// after the new end (even when no batch goes: a leader may have assigned an epoch and
     /// written nothing).
@@ -279,6 +294,32 @@ pub mod conformance {
         assert!(log.read(5, 100, 5, false).unwrap_or_default().is_empty());
         assert!(matches!(
             log.read(6, 100, 6, false),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        // K8.5: readable_bytes is the length of the same read, without reading.
+        for (offset, max_bytes, max_offset, min_one) in [
+            (0, 1 << 20, 5, false),
+            (0, 1 << 20, 4, false),
+            (1, 1 << 20, 5, false),
+            (0, 1, 5, true),
+            (0, 1, 5, false),
+            (5, 100, 5, false),
+            (3, 1 << 20, 5, true),
+        ] {
+            let read = log
+                .read(offset, max_bytes, max_offset, min_one)
+                .unwrap_or_else(|e| panic!("read: {e}"));
+            let counted = log
+                .readable_bytes(offset, max_bytes, max_offset, min_one)
+                .unwrap_or_else(|e| panic!("readable_bytes: {e}"));
+            assert_eq!(
+                counted,
+                read.len(),
+                "readable_bytes({offset}, {max_bytes}, {max_offset}, {min_one})"
+            );
+        }
+        assert!(matches!(
+            log.readable_bytes(6, 100, 6, false),
             Err(LogError::OffsetOutOfRange { .. })
         ));
 

@@ -1,0 +1,754 @@
+//! The data path's benchmark: produce with acks=all → committed (the high watermark covers the
+//! records) → consumed, on three brokers over loopback TCP, beside a raw tokio TCP baseline
+//! measured in the same run, with the ratios against the targets of the reference broker.
+//!
+//! ```text
+//! cargo run --release -p ha-examples --example produce_bench [-- --records <n>] [--producers <n>]
+//!     [--in-flight <n>] [--batch <records>] [--latency-samples <n>] [--baseline-mib <n>]
+//!     [--ping-samples <n>]
+//! ```
+//!
+//! The cluster: brokers 1, 2, 3 (`Broker` with `MemoryLog` and a `MemoryIsrWriter` each, no
+//! controller: the benchmark sends LeaderAndIsr and UpdateMetadata itself, as the tests do);
+//! topic `bench` with 3 partitions, replication factor 3, partition p led by broker p + 1,
+//! `min.insync.replicas=2`; followers fetch with Kafka's defaults (`replica.fetch.wait.max.ms`
+//! 500, `min.bytes` 1).
+//!
+//! The producer shape: `--producers` connections (default 3, one per partition, each to its
+//! partition's leader), each keeping up to `--in-flight` requests outstanding (default 5,
+//! Kafka's `max.in.flight.requests.per.connection`), every request one batch of `--batch`
+//! records (default 16 × 1 KiB = 16 KiB, Kafka's `batch.size`), acks=all.
+//! Commit latency is one request's send → acks=all answer. Before that load, an unloaded run
+//! has one producer sending one 1 KiB record at a time: that is the latency the target is
+//! judged on.
+//! Then one consumer per partition reads everything back from the leaders (Fetch, 1 MiB per
+//! request) and checks every batch's CRC and the record count.
+//!
+//! The baseline: a tokio TCP ping-pong of 64 bytes (round trip p50 / p99) and a bulk copy of
+//! 64 KiB writes over loopback (MiB/s), both with `TCP_NODELAY`.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use ha_examples::broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
+use kafka_replication::isr::{LeaderAndIsr, MemoryIsrWriter, TopicPartition};
+use kafka_replication::log::MemoryLog;
+use kafka_replication::partition::PartitionConfig;
+use kafka_wire::frame::{decode_frame, encode_frame, DEFAULT_MAX_FRAME_SIZE};
+use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_wire::messages::leader_and_isr_request::{
+    LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_wire::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
+    UpdateMetadataTopicState,
+};
+use kafka_wire::messages::{
+    FetchRequest, LeaderAndIsrRequest, ProduceRequest, UpdateMetadataRequest,
+};
+use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
+use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, ResponseHeader, Uuid};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+
+type BenchResult<T> = Result<T, Box<dyn Error + Send + Sync>>;
+type BenchBroker = Broker<MemoryLog, MemoryIsrWriter>;
+
+const TOPIC: &str = "bench";
+const TOPIC_ID: Uuid = Uuid([0xbe; 16]);
+const PARTITIONS: i32 = 3;
+const BROKERS: [i32; 3] = [1, 2, 3];
+const RECORD_SIZE: usize = 1024;
+const PRODUCE_VERSION: i16 = 9;
+const FETCH_VERSION: i16 = 12;
+const LEADER_AND_ISR_VERSION: i16 = 4;
+const UPDATE_METADATA_VERSION: i16 = 7;
+const CONTROLLER_EPOCH: i32 = 1;
+/// Throughput target: at least this share of the raw bulk copy.
+const THROUGHPUT_TARGET: f64 = 0.3;
+/// Latency target: p50 commit latency at most this many raw round trips.
+const LATENCY_TARGET: f64 = 5.0;
+
+/// Settings from the command line.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    records: usize,
+    producers: usize,
+    in_flight: usize,
+    batch: usize,
+    latency_samples: usize,
+    baseline_mib: usize,
+    ping_samples: usize,
+}
+
+fn parse_args() -> Result<Settings, String> {
+    let mut s = Settings {
+        records: 96_000,
+        producers: 3,
+        in_flight: 5,
+        batch: 16,
+        latency_samples: 2_000,
+        baseline_mib: 1024,
+        ping_samples: 20_000,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for pair in args.chunks(2) {
+        let [flag, value] = pair else {
+            return Err(format!("{} needs a value", pair[0]));
+        };
+        let n: usize = value
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{flag} takes a positive number"))?;
+        match flag.as_str() {
+            "--records" => s.records = n,
+            "--producers" => s.producers = n,
+            "--in-flight" => s.in_flight = n,
+            "--batch" => s.batch = n,
+            "--latency-samples" => s.latency_samples = n,
+            "--baseline-mib" => s.baseline_mib = n,
+            "--ping-samples" => s.ping_samples = n,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(s)
+}
+
+/// The `q` quantile of sorted `v` (nearest rank).
+fn quantile(v: &[Duration], q: f64) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// User + system CPU seconds of this process so far (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at the state, field 3;
+    // utime and stime are fields 14 and 15, in clock ticks (100 per second on Linux).
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn mib_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0) / d.as_secs_f64().max(1e-9)
+}
+
+// ---------------------------------------------------------------------------------------
+// Raw baseline
+// ---------------------------------------------------------------------------------------
+
+/// Round trips of a 64-byte message to an echo server; sorted.
+async fn raw_ping_pong(samples: usize) -> BenchResult<Vec<Duration>> {
+    const MSG: usize = 64;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        s.set_nodelay(true)?;
+        let mut buf = [0u8; MSG];
+        loop {
+            if s.read_exact(&mut buf).await.is_err() {
+                return Ok::<_, std::io::Error>(());
+            }
+            s.write_all(&buf).await?;
+        }
+    });
+    let mut c = TcpStream::connect(addr).await?;
+    c.set_nodelay(true)?;
+    let msg = [7u8; MSG];
+    let mut back = [0u8; MSG];
+    let warmup = samples / 10;
+    let mut rtts = Vec::with_capacity(samples);
+    for i in 0..samples + warmup {
+        let t = Instant::now();
+        c.write_all(&msg).await?;
+        c.read_exact(&mut back).await?;
+        if i >= warmup {
+            rtts.push(t.elapsed());
+        }
+    }
+    drop(c);
+    let _ = server.await;
+    rtts.sort();
+    Ok(rtts)
+}
+
+/// Copies `total` bytes over one loopback connection in 64 KiB writes; the clock stops when
+/// the receiver has read the last byte and said so.
+async fn raw_bulk_copy(total: usize) -> BenchResult<Duration> {
+    const CHUNK: usize = 64 * 1024;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await?;
+        s.set_nodelay(true)?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut got = 0;
+        while got < total {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        s.write_all(&[1]).await?;
+        Ok::<_, std::io::Error>(())
+    });
+    let mut c = TcpStream::connect(addr).await?;
+    c.set_nodelay(true)?;
+    let chunk = vec![0x5au8; CHUNK];
+    let t = Instant::now();
+    let mut sent = 0;
+    while sent < total {
+        let n = CHUNK.min(total - sent);
+        c.write_all(&chunk[..n]).await?;
+        sent += n;
+    }
+    let mut done = [0u8; 1];
+    c.read_exact(&mut done).await?;
+    let elapsed = t.elapsed();
+    server.await??;
+    Ok(elapsed)
+}
+
+// ---------------------------------------------------------------------------------------
+// The cluster
+// ---------------------------------------------------------------------------------------
+
+fn leader_of(partition: i32) -> i32 {
+    BROKERS[partition as usize % BROKERS.len()]
+}
+
+fn leader_and_isr() -> RequestBody {
+    RequestBody::LeaderAndIsr(LeaderAndIsrRequest {
+        controller_id: 100,
+        controller_epoch: CONTROLLER_EPOCH,
+        topic_states: vec![LeaderAndIsrTopicState {
+            topic_name: TOPIC.into(),
+            topic_id: TOPIC_ID,
+            partition_states: (0..PARTITIONS)
+                .map(|p| LeaderAndIsrPartitionState {
+                    topic_name: TOPIC.into(),
+                    partition_index: p,
+                    controller_epoch: CONTROLLER_EPOCH,
+                    leader: leader_of(p),
+                    leader_epoch: 0,
+                    isr: BROKERS.iter().copied().collect(),
+                    partition_epoch: 0,
+                    replicas: BROKERS.iter().copied().collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+fn update_metadata(brokers: &[(i32, SocketAddr)]) -> RequestBody {
+    RequestBody::UpdateMetadata(UpdateMetadataRequest {
+        controller_id: 100,
+        controller_epoch: CONTROLLER_EPOCH,
+        topic_states: vec![UpdateMetadataTopicState {
+            topic_name: TOPIC.into(),
+            topic_id: TOPIC_ID,
+            partition_states: (0..PARTITIONS)
+                .map(|p| UpdateMetadataPartitionState {
+                    topic_name: TOPIC.into(),
+                    partition_index: p,
+                    controller_epoch: CONTROLLER_EPOCH,
+                    leader: leader_of(p),
+                    leader_epoch: 0,
+                    isr: BROKERS.iter().copied().collect(),
+                    replicas: BROKERS.iter().copied().collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        live_brokers: brokers
+            .iter()
+            .map(|(id, addr)| UpdateMetadataBroker {
+                id: *id,
+                endpoints: vec![UpdateMetadataEndpoint {
+                    port: i32::from(addr.port()),
+                    host: addr.ip().to_string().as_str().into(),
+                    listener: "PLAINTEXT".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+struct Cluster {
+    brokers: Vec<BenchBroker>,
+    addrs: HashMap<i32, SocketAddr>,
+}
+
+/// Starts brokers 1..=3 and makes them leaders and followers of the topic's partitions.
+async fn start_cluster() -> BenchResult<Cluster> {
+    let book: Arc<Mutex<HashMap<i32, SocketAddr>>> = Arc::default();
+    let mut brokers = Vec::new();
+    for id in BROKERS {
+        let mut isr = MemoryIsrWriter::new();
+        for p in 0..PARTITIONS {
+            isr.set(
+                TopicPartition::new(TOPIC, p),
+                LeaderAndIsr {
+                    leader: leader_of(p),
+                    leader_epoch: 0,
+                    isr: BROKERS.to_vec(),
+                    partition_epoch: 0,
+                },
+            );
+        }
+        let mut config = BrokerConfig::new(id, SocketAddr::from(([127, 0, 0, 1], 0)));
+        config.partition = PartitionConfig {
+            min_insync_replicas: 2,
+            ..PartitionConfig::default()
+        };
+        let lookup = book.clone();
+        let addresses: AddressBook = Arc::new(move |b| {
+            lookup
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&b)
+                .copied()
+        });
+        let broker =
+            Broker::start(config, Box::new(|_| Ok(MemoryLog::new())), isr, addresses).await?;
+        book.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, broker.local_addr());
+        brokers.push(broker);
+    }
+    let addrs = book.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let mut live: Vec<(i32, SocketAddr)> = addrs.iter().map(|(k, v)| (*k, *v)).collect();
+    live.sort();
+    for (_, addr) in &live {
+        let mut c = KafkaConnection::connect(*addr, "bench-controller").await?;
+        for (version, body) in [
+            (LEADER_AND_ISR_VERSION, leader_and_isr()),
+            (UPDATE_METADATA_VERSION, update_metadata(&live)),
+        ] {
+            let r = c.send(version, &body).await?;
+            let code = match &r {
+                ResponseBody::LeaderAndIsr(r) => r.error_code,
+                ResponseBody::UpdateMetadata(r) => r.error_code,
+                _ => -1,
+            };
+            if code != 0 {
+                return Err(format!("controller request refused: {r:?}").into());
+            }
+        }
+    }
+    Ok(Cluster { brokers, addrs })
+}
+
+impl Cluster {
+    fn leader_addr(&self, partition: i32) -> BenchResult<SocketAddr> {
+        self.addrs
+            .get(&leader_of(partition))
+            .copied()
+            .ok_or_else(|| "no leader address".into())
+    }
+
+    async fn shutdown(self) {
+        for b in self.brokers {
+            b.shutdown().await;
+        }
+    }
+}
+
+fn batch(records: usize, value: &[u8]) -> BenchResult<Bytes> {
+    let mut b = RecordBatchBuilder::new(0);
+    for i in 0..records {
+        b.append(i as i64, None, Some(value), &[])?;
+    }
+    Ok(b.build()?)
+}
+
+fn produce_request(partition: i32, records: Bytes) -> RequestBody {
+    RequestBody::Produce(ProduceRequest {
+        acks: -1,
+        timeout_ms: 30_000,
+        topic_data: vec![TopicProduceData {
+            name: TOPIC.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(records),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+/// One acks=all produce; its latency.
+async fn produce_one(c: &mut KafkaConnection, body: &RequestBody) -> BenchResult<Duration> {
+    let t = Instant::now();
+    let r = c.send(PRODUCE_VERSION, body).await?;
+    let elapsed = t.elapsed();
+    let ResponseBody::Produce(r) = r else {
+        return Err("not a produce response".into());
+    };
+    let code = r
+        .responses
+        .iter()
+        .flat_map(|t| t.partition_responses.iter())
+        .map(|p| p.error_code)
+        .find(|c| *c != 0);
+    match code {
+        None => Ok(elapsed),
+        Some(code) => Err(format!("produce failed with error code {code}").into()),
+    }
+}
+
+/// Encodes one request frame (size prefix, header v1/v2, body).
+fn request_frame(correlation_id: i32, version: i16, body: &RequestBody) -> BenchResult<Bytes> {
+    let api_key = body.api_key();
+    let header = RequestHeader {
+        request_api_key: api_key.as_i16(),
+        request_api_version: version,
+        correlation_id,
+        client_id: Some("bench-producer".into()),
+        ..Default::default()
+    };
+    let mut payload = BytesMut::new();
+    header.encode(&mut payload, api_key.request_header_version(version))?;
+    body.encode(&mut payload, version)?;
+    let mut frame = BytesMut::with_capacity(payload.len() + 4);
+    encode_frame(&payload, &mut frame, DEFAULT_MAX_FRAME_SIZE)?;
+    Ok(frame.freeze())
+}
+
+/// One producer connection keeping up to `in_flight` acks=all requests outstanding, as a Kafka
+/// producer does (`max.in.flight.requests.per.connection`); the latency of every request.
+async fn pipelined_producer(
+    addr: SocketAddr,
+    partition: i32,
+    records: Bytes,
+    requests: usize,
+    in_flight: usize,
+) -> BenchResult<Vec<Duration>> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut rd, mut wr) = stream.into_split();
+    let body = produce_request(partition, records);
+    let permits = Arc::new(Semaphore::new(in_flight));
+    let (sent_tx, mut sent_rx) = mpsc::unbounded_channel::<(i32, Instant)>();
+    let writer = {
+        let permits = permits.clone();
+        tokio::spawn(async move {
+            for id in 0..requests {
+                let correlation_id = i32::try_from(id)?;
+                let frame = request_frame(correlation_id, PRODUCE_VERSION, &body)?;
+                permits.acquire().await?.forget();
+                let _ = sent_tx.send((correlation_id, Instant::now()));
+                wr.write_all(&frame).await?;
+            }
+            Ok::<_, Box<dyn Error + Send + Sync>>(wr)
+        })
+    };
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut latencies = Vec::with_capacity(requests);
+    while latencies.len() < requests {
+        let mut frame = loop {
+            if let Some(f) = decode_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE)? {
+                break f;
+            }
+            if rd.read_buf(&mut buf).await? == 0 {
+                return Err("producer connection closed".into());
+            }
+        };
+        let now = Instant::now();
+        let (expected, sent_at) = sent_rx.recv().await.ok_or("answer without a request")?;
+        let h = ResponseHeader::decode(
+            &mut frame,
+            ApiKey::Produce.response_header_version(PRODUCE_VERSION),
+        )?;
+        if h.correlation_id != expected {
+            return Err("answers out of order".into());
+        }
+        let ResponseBody::Produce(r) =
+            ResponseBody::decode(ApiKey::Produce, PRODUCE_VERSION, &mut frame)?
+        else {
+            return Err("not a produce response".into());
+        };
+        if let Some(code) = r
+            .responses
+            .iter()
+            .flat_map(|t| t.partition_responses.iter())
+            .map(|p| p.error_code)
+            .find(|c| *c != 0)
+        {
+            return Err(format!("produce failed with error code {code}").into());
+        }
+        latencies.push(now - sent_at);
+        permits.add_permits(1);
+    }
+    drop(writer.await??);
+    Ok(latencies)
+}
+
+/// `producers` connections, producer i to partition i mod 3, each sending `requests` batches
+/// of `batch` records with up to `in_flight` outstanding; every request's latency (sorted)
+/// and the wall time.
+async fn produce_phase(
+    cluster: &Cluster,
+    producers: usize,
+    in_flight: usize,
+    requests: usize,
+    batch_records: usize,
+) -> BenchResult<(Vec<Duration>, Duration)> {
+    let value = vec![0x42u8; RECORD_SIZE];
+    let records = batch(batch_records, &value)?;
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..producers {
+        let partition = (i % PARTITIONS as usize) as i32;
+        tasks.push(tokio::spawn(pipelined_producer(
+            cluster.leader_addr(partition)?,
+            partition,
+            records.clone(),
+            requests,
+            in_flight,
+        )));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await??);
+    }
+    let wall = t.elapsed();
+    all.sort();
+    Ok((all, wall))
+}
+
+/// Reads partition `partition` from its leader up to the high watermark; (records, bytes).
+async fn consume_partition(addr: SocketAddr, partition: i32) -> BenchResult<(usize, usize)> {
+    let mut c = KafkaConnection::connect(addr, "bench-consumer").await?;
+    let (mut offset, mut records, mut bytes) = (0i64, 0usize, 0usize);
+    loop {
+        let body = RequestBody::Fetch(FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 0,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            topics: vec![FetchTopic {
+                topic: TOPIC.into(),
+                topic_id: TOPIC_ID,
+                partitions: vec![FetchPartition {
+                    partition,
+                    current_leader_epoch: 0,
+                    fetch_offset: offset,
+                    last_fetched_epoch: -1,
+                    log_start_offset: -1,
+                    partition_max_bytes: 1 << 20,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let ResponseBody::Fetch(r) = c.send(FETCH_VERSION, &body).await? else {
+            return Err("not a fetch response".into());
+        };
+        let p = r
+            .responses
+            .into_iter()
+            .flat_map(|t| t.partitions)
+            .next()
+            .ok_or("empty fetch response")?;
+        if p.error_code != 0 {
+            return Err(format!("fetch failed with error code {}", p.error_code).into());
+        }
+        let before = offset;
+        for b in RecordBatches::new(p.records.unwrap_or_default()) {
+            let b = b?;
+            b.verify_crc()?;
+            if b.last_offset() < offset {
+                continue;
+            }
+            records += usize::try_from(b.last_offset() + 1 - offset.max(b.base_offset()))?;
+            bytes += b.size();
+            offset = b.next_offset();
+        }
+        if offset >= p.high_watermark {
+            return Ok((records, bytes));
+        }
+        if offset == before {
+            return Err("fetch made no progress below the high watermark".into());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+#[tokio::main]
+async fn main() -> BenchResult<()> {
+    let s = match parse_args() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n] [--baseline-mib n] [--ping-samples n]");
+            std::process::exit(2);
+        }
+    };
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "machine: {} cpus, loadavg {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        loadavg.trim()
+    );
+
+    // Raw baseline.
+    let rtts = raw_ping_pong(s.ping_samples).await?;
+    let (ping_p50, ping_p99) = (quantile(&rtts, 0.5), quantile(&rtts, 0.99));
+    let bulk_bytes = s.baseline_mib << 20;
+    let bulk = raw_bulk_copy(bulk_bytes).await?;
+    let bulk_mib = mib_per_s(bulk_bytes, bulk);
+    println!("raw tokio TCP, loopback:");
+    println!(
+        "  ping-pong 64 B        p50 {:>8.1} µs   p99 {:>8.1} µs   ({} round trips)",
+        us(ping_p50),
+        us(ping_p99),
+        rtts.len()
+    );
+    println!(
+        "  bulk copy 64 KiB writes  {bulk_mib:>8.1} MiB/s   ({} MiB)",
+        s.baseline_mib
+    );
+
+    let cluster = start_cluster().await?;
+    println!(
+        "cluster: 3 brokers on loopback (MemoryLog, MemoryIsrWriter, no controller), topic {TOPIC}: \
+         {PARTITIONS} partitions, RF 3, min.insync.replicas=2, acks=all, {RECORD_SIZE} B records"
+    );
+
+    // Warm-up: every partition's followers fetching, first commits done.
+    for p in 0..PARTITIONS {
+        let mut c = KafkaConnection::connect(cluster.leader_addr(p)?, "bench-warmup").await?;
+        let body = produce_request(p, batch(1, &[0u8; RECORD_SIZE])?);
+        for _ in 0..50 {
+            produce_one(&mut c, &body).await?;
+        }
+    }
+
+    // Unloaded commit latency: one producer, one record per request.
+    let (lat1, _) = produce_phase(&cluster, 1, 1, s.latency_samples, 1).await?;
+    let (l1_p50, l1_p99) = (quantile(&lat1, 0.5), quantile(&lat1, 0.99));
+    println!(
+        "commit latency, 1 producer, 1 record per request:   p50 {:>8.1} µs   p99 {:>8.1} µs   ({} requests)",
+        us(l1_p50),
+        us(l1_p99),
+        lat1.len()
+    );
+
+    // Throughput.
+    let requests = s.records.div_ceil(s.producers * s.batch);
+    let cpu_before = cpu_seconds();
+    let (lat, wall) = produce_phase(&cluster, s.producers, s.in_flight, requests, s.batch).await?;
+    let produced = lat.len() * s.batch;
+    let produced_bytes = produced * RECORD_SIZE;
+    let produce_mib = mib_per_s(produced_bytes, wall);
+    let cpu = cpu_seconds() - cpu_before;
+    let (lp50, lp99) = (quantile(&lat, 0.5), quantile(&lat, 0.99));
+    println!(
+        "produce → committed: {} producers × {} in flight, batches of {} × {RECORD_SIZE} B, acks=all",
+        s.producers, s.in_flight, s.batch
+    );
+    println!(
+        "  {produced} records in {:.3} s: {:>9.0} records/s {:>8.1} MiB/s   commit latency p50 {:>8.1} µs   p99 {:>8.1} µs",
+        wall.as_secs_f64(),
+        produced as f64 / wall.as_secs_f64(),
+        produce_mib,
+        us(lp50),
+        us(lp99)
+    );
+    println!(
+        "  CPU of this process meanwhile: {cpu:.2} s ({:.2} cores busy of {}), {:.1} ms per MiB committed",
+        cpu / wall.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu * 1e3 / (produced_bytes as f64 / (1024.0 * 1024.0)).max(1e-9)
+    );
+
+    // Consume everything back.
+    let t = Instant::now();
+    let mut consumers = Vec::new();
+    for p in 0..PARTITIONS {
+        let addr = cluster.leader_addr(p)?;
+        consumers.push(tokio::spawn(consume_partition(addr, p)));
+    }
+    let (mut read, mut read_bytes) = (0, 0);
+    for c in consumers {
+        let (r, b) = c.await??;
+        read += r;
+        read_bytes += b;
+    }
+    let consume = t.elapsed();
+    let expected = produced + lat1.len() + 50 * PARTITIONS as usize;
+    println!(
+        "consume: {read} records ({} expected) in {:.3} s: {:>9.0} records/s {:>8.1} MiB/s",
+        expected,
+        consume.as_secs_f64(),
+        read as f64 / consume.as_secs_f64(),
+        mib_per_s(read_bytes, consume)
+    );
+    cluster.shutdown().await;
+
+    let tput_ratio = produce_mib / bulk_mib;
+    let lat_ratio = l1_p50.as_secs_f64() / ping_p50.as_secs_f64().max(1e-9);
+    let loaded_ratio = lp50.as_secs_f64() / ping_p50.as_secs_f64().max(1e-9);
+    println!("targets:");
+    println!(
+        "  produce throughput / raw bulk copy = {tput_ratio:.3}  (target ≥ {THROUGHPUT_TARGET}): {}",
+        verdict(tput_ratio >= THROUGHPUT_TARGET)
+    );
+    println!(
+        "  p50 commit latency / raw ping-pong p50 = {lat_ratio:.1}×  (target ≤ {LATENCY_TARGET}×): {}",
+        verdict(lat_ratio <= LATENCY_TARGET)
+    );
+    println!(
+        "  (under the throughput load: p50 commit latency = {loaded_ratio:.1}× the ping-pong)"
+    );
+    if read != expected {
+        return Err(format!("read back {read} records, expected {expected}").into());
+    }
+    Ok(())
+}
