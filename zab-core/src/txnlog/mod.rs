@@ -77,6 +77,14 @@ pub trait TxnLog: Send {
     /// appended). Durable on return under [`FsyncPolicy::EveryAppend`].
     fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError>;
 
+    /// Group commit: appends `txns` as [`append`](Self::append) does, but they may stay not
+    /// durable until the next [`sync`](Self::sync), whatever the [`FsyncPolicy`]. A writer
+    /// appends many batches this way and pays for one fsync; it must not acknowledge any of
+    /// them before `sync` returns. The default appends durably at once.
+    fn append_deferred(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        self.append(txns)
+    }
+
     /// Makes every appended transaction durable.
     fn sync(&mut self) -> Result<(), TxnLogError>;
 
