@@ -31,6 +31,9 @@ const MAX_STASHED_LEARNERS: usize = 256;
 const MAX_KEPT_LOOKING: usize = 256;
 /// Writes queued from a [`PeerHandle`] and not yet taken by the peer.
 const MAX_QUEUED_WRITES: usize = 1024;
+/// Most writes and quorum packets already waiting that an established peer takes in before
+/// acting on them, so that one log sync covers all of their log writes (group commit).
+const MAX_BATCH: usize = 256;
 
 /// Configuration of a [`QuorumPeer`].
 #[derive(Debug, Clone)]
@@ -132,6 +135,16 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     fatal: Option<ReplicationError>,
     writes_tx: mpsc::Sender<Bytes>,
     writes: mpsc::Receiver<Bytes>,
+    group: GroupCommit,
+}
+
+/// Log writes appended but not yet synced, and what waits for their sync (group commit).
+#[derive(Debug, Default)]
+struct GroupCommit {
+    /// The last zxid appended since the last sync, if any.
+    unsynced: Option<Zxid>,
+    /// ACKs that vouch for unsynced writes: sent after the sync.
+    acks: Vec<(ServerId, QuorumPacket)>,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -237,6 +250,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             fatal: None,
             writes_tx,
             writes,
+            group: GroupCommit::default(),
         })
     }
 
@@ -312,8 +326,82 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 _ = sleep => self.on_tick(),
                 Some(w) = self.writes.recv() => self.on_write(w),
             }
+            self.take_ready()?;
             self.drain().await?;
         }
+    }
+
+    /// An established peer also takes in the writes and quorum packets already waiting (up to
+    /// [`MAX_BATCH`]) before acting, so that their log writes share one sync. It stops at the
+    /// first event of another kind (handled too), so that elections and connection changes
+    /// are acted on as before.
+    fn take_ready(&mut self) -> Result<(), PeerError> {
+        if self.repl.is_none() || self.status.borrow().epoch.is_none() {
+            return Ok(());
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for _ in 0..MAX_BATCH {
+            let mut took = false;
+            if let Ok(w) = self.writes.try_recv() {
+                self.on_write(w);
+                took = true;
+            }
+            let ready = self.transport.recv().as_mut().poll(&mut cx);
+            match ready {
+                std::task::Poll::Ready(Some(ev)) => {
+                    let quorum = matches!(ev, TransportEvent::Quorum { .. });
+                    self.on_event(ev);
+                    if !quorum {
+                        return Ok(());
+                    }
+                    took = true;
+                }
+                std::task::Poll::Ready(None) => return Err(PeerError::TransportClosed),
+                std::task::Poll::Pending => {}
+            }
+            if !took {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Group commit: makes the log writes appended since the last sync durable with one
+    /// sync, then lets what waited for it go: the leader's own acknowledgement and the ACKs
+    /// of a learner (a write is acknowledged only once durable, Z2).
+    fn sync_group(&mut self) -> Result<(), PeerError> {
+        let group = std::mem::take(&mut self.group);
+        let Some(r) = self.repl.as_mut() else {
+            return Ok(());
+        };
+        if group.unsynced.is_none() && group.acks.is_empty() {
+            return Ok(());
+        }
+        r.log.sync().map_err(ReplicationError::from)?;
+        if let (Some(z), Some(lb)) = (group.unsynced, r.leader.as_mut()) {
+            lb.local_logged(z);
+        }
+        for (to, packet) in group.acks {
+            self.transport.send_quorum(to, packet);
+        }
+        Ok(())
+    }
+
+    /// Appends `txns` to the log, durable at the next [`sync_group`](Self::sync_group).
+    fn append_grouped(&mut self, txns: Vec<crate::txnlog::Txn>) -> Result<(), PeerError> {
+        let Some(r) = self.repl.as_mut() else {
+            return Ok(());
+        };
+        let Some(last) = txns.last().map(|t| t.zxid) else {
+            return Ok(());
+        };
+        r.log
+            .append_deferred(&txns)
+            .map_err(ReplicationError::from)?;
+        self.group.unsynced = Some(last);
+        self.epochs.last_zxid = r.log.last_zxid().0;
+        self.core.set_vote_data(self.vote_data());
+        Ok(())
     }
 
     fn all_voters_connected(&self) -> bool {
@@ -438,9 +526,30 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 if self.drain_broadcast()? {
                     continue;
                 }
+                if self.group.unsynced.is_some() || !self.group.acks.is_empty() {
+                    // Nothing else to do: one sync for the group, then what it releases.
+                    self.sync_group()?;
+                    continue;
+                }
                 return Ok(());
             };
+            match &a {
+                // Group commit: log writes are appended now and synced together; an ACK
+                // waits for that sync; sends and applies of committed (quorum-durable) writes
+                // need not. Anything else first makes the group durable.
+                DiscoveryAction::Zab(BroadcastAction::Log(_)) => {}
+                DiscoveryAction::Zab(BroadcastAction::Apply(_)) => {}
+                DiscoveryAction::Send { packet, .. } if packet.kind != packet_type::ACK => {}
+                DiscoveryAction::Send { to, packet } if self.group.unsynced.is_some() => {
+                    self.group.acks.push((*to, packet.clone()));
+                    continue;
+                }
+                _ => self.sync_group()?,
+            }
             match a {
+                DiscoveryAction::Zab(BroadcastAction::Log(txns)) if self.repl.is_some() => {
+                    self.append_grouped(txns)?;
+                }
                 DiscoveryAction::Send { to, packet } => {
                     // A learner sent its sync data after the epoch was established joins the
                     // broadcast now, so that nothing committed from here on passes it by.
@@ -485,6 +594,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     }
 
     /// Carries out one action of the leader's broadcast core; `false` when there is none.
+    ///
+    /// The leader's PROPOSALs go out before its own log write is durable (as ZooKeeper's
+    /// leader sends them before its sync thread logs them): its own acknowledgement counts only
+    /// after the group's sync ([`sync_group`](Self::sync_group)).
     fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
         let Some(r) = self.repl.as_mut() else {
             return Ok(false);
@@ -494,23 +607,23 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         };
         match a {
             BroadcastAction::Send { to, packet } => self.transport.send_quorum(to, packet),
-            BroadcastAction::Log(txns) => {
-                let last = txns.last().map(|t| t.zxid);
-                r.carry_out(BroadcastAction::Log(txns))?;
-                if let (Some(z), Some(lb)) = (last, r.leader.as_mut()) {
-                    lb.local_logged(z);
-                }
-                self.epochs.last_zxid = r.log.last_zxid().0;
-                self.core.set_vote_data(self.vote_data());
-            }
+            BroadcastAction::Log(txns) => self.append_grouped(txns)?,
             BroadcastAction::Apply(t) => {
                 r.carry_out(BroadcastAction::Apply(t.clone()))?;
                 if let Role::Leader(d) = &mut self.role {
                     d.push_committed(t);
                 }
             }
-            BroadcastAction::Abandon { reason } => self.go_looking(reason),
-            other => r.carry_out(other)?,
+            BroadcastAction::Abandon { reason } => {
+                self.sync_group()?;
+                self.go_looking(reason);
+            }
+            other => {
+                self.sync_group()?;
+                if let Some(r) = self.repl.as_mut() {
+                    r.carry_out(other)?;
+                }
+            }
         }
         Ok(true)
     }
