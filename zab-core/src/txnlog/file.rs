@@ -12,7 +12,8 @@
 //!
 //! Group commit: [`TxnLog::append_deferred`] writes the records at once and leaves the fsync
 //! to the next [`TxnLog::sync`], which covers every record written since the last one (as
-//! ZooKeeper's sync thread flushes a group of transactions with one fsync).
+//! ZooKeeper's sync thread flushes a group of transactions with one fsync);
+//! [`TxnLog::start_sync`] hands that fsync to another thread while appends go on.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -22,7 +23,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tracing::warn;
 
 use super::{
-    check_append, FsyncPolicy, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA, MAX_TXN_DATA,
+    check_append, FsyncPolicy, PendingSync, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA,
+    MAX_TXN_DATA,
 };
 use crate::zxid::Zxid;
 
@@ -259,6 +261,21 @@ impl TxnLog for FileTxnLog {
         self.file.sync_data().map_err(io(&path))?;
         self.unsynced = false;
         Ok(())
+    }
+
+    /// Hands a duplicate of the file handle to the task, which fsyncs it: records written
+    /// after this call are left for the next sync.
+    fn start_sync(&mut self) -> Result<Option<PendingSync>, TxnLogError> {
+        if !self.unsynced {
+            return Ok(None);
+        }
+        let path = self.log_path();
+        let file = self.file.try_clone().map_err(io(&path))?;
+        self.unsynced = false;
+        Ok(Some(Box::new(move || {
+            file.sync_data()
+                .map_err(|source| TxnLogError::Io { path, source })
+        })))
     }
 
     fn last_zxid(&self) -> Zxid {
