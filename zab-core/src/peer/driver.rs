@@ -21,9 +21,12 @@ use crate::quorum::QuorumVerifier;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, PersistedEpochs, StoreError};
 use crate::transport::{Transport, TransportEvent};
-use crate::txnlog::TxnLog;
+use crate::txnlog::{TxnLog, TxnLogError};
 use crate::types::{LearnerType, ServerId, ServerState};
 use crate::zxid::Zxid;
+
+mod group_commit;
+use group_commit::{sync_finished, GroupCommit, InFlightSync};
 
 /// Learner packets kept while we are still LOOKING (a follower may decide before its leader).
 const MAX_STASHED_LEARNERS: usize = 256;
@@ -31,9 +34,6 @@ const MAX_STASHED_LEARNERS: usize = 256;
 const MAX_KEPT_LOOKING: usize = 256;
 /// Writes queued from a [`PeerHandle`] and not yet taken by the peer.
 const MAX_QUEUED_WRITES: usize = 1024;
-/// Most writes and quorum packets already waiting that an established peer takes in before
-/// acting on them, so that one log sync covers all of their log writes (group commit).
-const MAX_BATCH: usize = 256;
 
 /// Configuration of a [`QuorumPeer`].
 #[derive(Debug, Clone)]
@@ -136,15 +136,7 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     writes_tx: mpsc::Sender<Bytes>,
     writes: mpsc::Receiver<Bytes>,
     group: GroupCommit,
-}
-
-/// Log writes appended but not yet synced, and what waits for their sync (group commit).
-#[derive(Debug, Default)]
-struct GroupCommit {
-    /// The last zxid appended since the last sync, if any.
-    unsynced: Option<Zxid>,
-    /// ACKs that vouch for unsynced writes: sent after the sync.
-    acks: Vec<(ServerId, QuorumPacket)>,
+    in_flight: Option<InFlightSync>,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -251,6 +243,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             writes_tx,
             writes,
             group: GroupCommit::default(),
+            in_flight: None,
         })
     }
 
@@ -325,83 +318,16 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 _ = sleep => self.on_tick(),
                 Some(w) = self.writes.recv() => self.on_write(w),
+                done = sync_finished(&mut self.in_flight) => {
+                    done?;
+                    if let Some(f) = self.in_flight.take() {
+                        self.release(f.group);
+                    }
+                }
             }
             self.take_ready()?;
             self.drain().await?;
         }
-    }
-
-    /// An established peer also takes in the writes and quorum packets already waiting (up to
-    /// [`MAX_BATCH`]) before acting, so that their log writes share one sync. It stops at the
-    /// first event of another kind (handled too), so that elections and connection changes
-    /// are acted on as before.
-    fn take_ready(&mut self) -> Result<(), PeerError> {
-        if self.repl.is_none() || self.status.borrow().epoch.is_none() {
-            return Ok(());
-        }
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        for _ in 0..MAX_BATCH {
-            let mut took = false;
-            if let Ok(w) = self.writes.try_recv() {
-                self.on_write(w);
-                took = true;
-            }
-            let ready = self.transport.recv().as_mut().poll(&mut cx);
-            match ready {
-                std::task::Poll::Ready(Some(ev)) => {
-                    let quorum = matches!(ev, TransportEvent::Quorum { .. });
-                    self.on_event(ev);
-                    if !quorum {
-                        return Ok(());
-                    }
-                    took = true;
-                }
-                std::task::Poll::Ready(None) => return Err(PeerError::TransportClosed),
-                std::task::Poll::Pending => {}
-            }
-            if !took {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// Group commit: makes the log writes appended since the last sync durable with one
-    /// sync, then lets what waited for it go: the leader's own acknowledgement and the ACKs
-    /// of a learner (a write is acknowledged only once durable, Z2).
-    fn sync_group(&mut self) -> Result<(), PeerError> {
-        let group = std::mem::take(&mut self.group);
-        let Some(r) = self.repl.as_mut() else {
-            return Ok(());
-        };
-        if group.unsynced.is_none() && group.acks.is_empty() {
-            return Ok(());
-        }
-        r.log.sync().map_err(ReplicationError::from)?;
-        if let (Some(z), Some(lb)) = (group.unsynced, r.leader.as_mut()) {
-            lb.local_logged(z);
-        }
-        for (to, packet) in group.acks {
-            self.transport.send_quorum(to, packet);
-        }
-        Ok(())
-    }
-
-    /// Appends `txns` to the log, durable at the next [`sync_group`](Self::sync_group).
-    fn append_grouped(&mut self, txns: Vec<crate::txnlog::Txn>) -> Result<(), PeerError> {
-        let Some(r) = self.repl.as_mut() else {
-            return Ok(());
-        };
-        let Some(last) = txns.last().map(|t| t.zxid) else {
-            return Ok(());
-        };
-        r.log
-            .append_deferred(&txns)
-            .map_err(ReplicationError::from)?;
-        self.group.unsynced = Some(last);
-        self.epochs.last_zxid = r.log.last_zxid().0;
-        self.core.set_vote_data(self.vote_data());
-        Ok(())
     }
 
     fn all_voters_connected(&self) -> bool {
@@ -523,12 +449,11 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 Role::Learner(d) => d.poll_action(),
             };
             let Some(a) = next else {
-                if self.drain_broadcast()? {
+                if self.drain_broadcast().await? {
                     continue;
                 }
-                if self.group.unsynced.is_some() || !self.group.acks.is_empty() {
-                    // Nothing else to do: one sync for the group, then what it releases.
-                    self.sync_group()?;
+                // Nothing else to do: one sync for the group gathered, then what it releases.
+                if self.start_group_sync()? {
                     continue;
                 }
                 return Ok(());
@@ -544,7 +469,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     self.group.acks.push((*to, packet.clone()));
                     continue;
                 }
-                _ => self.sync_group()?,
+                _ => self.sync_group().await?,
             }
             match a {
                 DiscoveryAction::Zab(BroadcastAction::Log(txns)) if self.repl.is_some() => {
@@ -598,7 +523,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// The leader's PROPOSALs go out before its own log write is durable (as ZooKeeper's
     /// leader sends them before its sync thread logs them): its own acknowledgement counts only
     /// after the group's sync ([`sync_group`](Self::sync_group)).
-    fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
+    async fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
         let Some(r) = self.repl.as_mut() else {
             return Ok(false);
         };
@@ -615,11 +540,11 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
             }
             BroadcastAction::Abandon { reason } => {
-                self.sync_group()?;
+                self.sync_group().await?;
                 self.go_looking(reason);
             }
             other => {
-                self.sync_group()?;
+                self.sync_group().await?;
                 if let Some(r) = self.repl.as_mut() {
                     r.carry_out(other)?;
                 }
