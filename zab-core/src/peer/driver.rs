@@ -26,9 +26,12 @@ use crate::quorum::QuorumVerifier;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, PersistedEpochs, StoreError};
 use crate::transport::{Transport, TransportEvent};
-use crate::txnlog::TxnLog;
+use crate::txnlog::{TxnLog, TxnLogError};
 use crate::types::{LearnerType, ServerId, ServerState};
 use crate::zxid::Zxid;
+
+mod group_commit;
+use group_commit::{sync_finished, GroupCommit, InFlightSync};
 
 /// Learner packets kept while we are still LOOKING (a follower may decide before its leader).
 const MAX_STASHED_LEARNERS: usize = 256;
@@ -173,6 +176,8 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     leader_syncs: Vec<(Zxid, oneshot::Sender<Zxid>)>,
     /// A learner's `sync` barriers, in the order the SYNCs were sent to the leader.
     learner_syncs: VecDeque<oneshot::Sender<Zxid>>,
+    group: GroupCommit,
+    in_flight: Option<InFlightSync>,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -356,6 +361,8 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             expired_rx: Some(expired_rx),
             leader_syncs: Vec::new(),
             learner_syncs: VecDeque::new(),
+            group: GroupCommit::default(),
+            in_flight: None,
         })
     }
 
@@ -436,7 +443,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 _ = sleep => self.on_tick(),
                 Some(c) = self.control.recv() => self.on_control(c),
+                done = sync_finished(&mut self.in_flight) => {
+                    done?;
+                    if let Some(f) = self.in_flight.take() {
+                        self.release(f.group);
+                    }
+                }
             }
+            self.take_ready()?;
             self.drain().await?;
         }
     }
@@ -645,12 +659,32 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 Role::Learner(d) => d.poll_action(),
             };
             let Some(a) = next else {
-                if self.drain_broadcast()? {
+                if self.drain_broadcast().await? {
+                    continue;
+                }
+                // Nothing else to do: one sync for the group gathered, then what it releases.
+                if self.start_group_sync()? {
                     continue;
                 }
                 return Ok(());
             };
+            match &a {
+                // Group commit: log writes are appended now and synced together; an ACK
+                // waits for that sync; sends and applies of committed (quorum-durable) writes
+                // need not. Anything else first makes the group durable.
+                DiscoveryAction::Zab(BroadcastAction::Log(_)) => {}
+                DiscoveryAction::Zab(BroadcastAction::Apply(_)) => {}
+                DiscoveryAction::Send { packet, .. } if packet.kind != packet_type::ACK => {}
+                DiscoveryAction::Send { to, packet } if self.group.unsynced.is_some() => {
+                    self.group.acks.push((*to, packet.clone()));
+                    continue;
+                }
+                _ => self.sync_group().await?,
+            }
             match a {
+                DiscoveryAction::Zab(BroadcastAction::Log(txns)) if self.repl.is_some() => {
+                    self.append_grouped(txns)?;
+                }
                 DiscoveryAction::Send { to, mut packet } => {
                     // A learner answers the leader's PING with the sessions its clients
                     // touched since the last one (ZooKeeper's session-touch table).
@@ -714,7 +748,11 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     }
 
     /// Carries out one action of the leader's broadcast core; `false` when there is none.
-    fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
+    ///
+    /// The leader's PROPOSALs go out before its own log write is durable (as ZooKeeper's
+    /// leader sends them before its sync thread logs them): its own acknowledgement counts only
+    /// after the group's sync ([`sync_group`](Self::sync_group)).
+    async fn drain_broadcast(&mut self) -> Result<bool, PeerError> {
         let Some(r) = self.repl.as_mut() else {
             return Ok(false);
         };
@@ -723,15 +761,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         };
         match a {
             BroadcastAction::Send { to, packet } => self.transport.send_quorum(to, packet),
-            BroadcastAction::Log(txns) => {
-                let last = txns.last().map(|t| t.zxid);
-                r.carry_out(BroadcastAction::Log(txns))?;
-                if let (Some(z), Some(lb)) = (last, r.leader.as_mut()) {
-                    lb.local_logged(z);
-                }
-                self.epochs.last_zxid = r.log.last_zxid().0;
-                self.core.set_vote_data(self.vote_data());
-            }
+            BroadcastAction::Log(txns) => self.append_grouped(txns)?,
             BroadcastAction::Apply(t) => {
                 r.carry_out(BroadcastAction::Apply(t.clone()))?;
                 if let Role::Leader(d) = &mut self.role {
@@ -739,8 +769,16 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 self.release_leader_syncs();
             }
-            BroadcastAction::Abandon { reason } => self.go_looking(reason),
-            other => r.carry_out(other)?,
+            BroadcastAction::Abandon { reason } => {
+                self.sync_group().await?;
+                self.go_looking(reason);
+            }
+            other => {
+                self.sync_group().await?;
+                if let Some(r) = self.repl.as_mut() {
+                    r.carry_out(other)?;
+                }
+            }
         }
         Ok(true)
     }

@@ -9,6 +9,11 @@
 //!   u32 crc32c(data)`, then the data. Written to a temporary file, fsynced, renamed into place
 //!   and the directory fsynced, so a crash leaves the old or the new snapshot. A snapshot that
 //!   fails its checks is skipped for the next older one.
+//!
+//! Group commit: [`TxnLog::append_deferred`] writes the records at once and leaves the fsync
+//! to the next [`TxnLog::sync`], which covers every record written since the last one (as
+//! ZooKeeper's sync thread flushes a group of transactions with one fsync);
+//! [`TxnLog::start_sync`] hands that fsync to another thread while appends go on.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -18,7 +23,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tracing::warn;
 
 use super::{
-    check_append, FsyncPolicy, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA, MAX_TXN_DATA,
+    check_append, FsyncPolicy, PendingSync, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA,
+    MAX_TXN_DATA,
 };
 use crate::zxid::Zxid;
 
@@ -39,6 +45,8 @@ pub struct FileTxnLog {
     index: Vec<(Zxid, u64)>,
     end: u64,
     snapshot_zxid: Zxid,
+    /// Records were written since the last fsync.
+    unsynced: bool,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TxnLogError + '_ {
@@ -143,6 +151,7 @@ impl FileTxnLog {
             index,
             end,
             snapshot_zxid: Zxid::ZERO,
+            unsynced: false,
         };
         log.snapshot_zxid = log.latest_snapshot()?.map(|s| s.zxid).unwrap_or(Zxid::ZERO);
         Ok(log)
@@ -192,8 +201,9 @@ impl FileTxnLog {
     }
 }
 
-impl TxnLog for FileTxnLog {
-    fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+impl FileTxnLog {
+    /// Writes `txns` as records after the last one, with an fsync if `durable`.
+    fn write_records(&mut self, txns: &[Txn], durable: bool) -> Result<(), TxnLogError> {
         check_append(self.index.last().map(|(z, _)| *z), txns)?;
         let mut buf = BytesMut::new();
         let mut offsets = Vec::with_capacity(txns.len());
@@ -209,9 +219,12 @@ impl TxnLog for FileTxnLog {
             .file
             .seek(SeekFrom::Start(self.end))
             .and_then(|_| self.file.write_all(&buf))
-            .and_then(|_| match self.policy {
-                FsyncPolicy::EveryAppend => self.file.sync_data(),
-                FsyncPolicy::OnSync => Ok(()),
+            .and_then(|_| {
+                if durable {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
             });
         if let Err(e) = written {
             // Leave no partial records behind for the next append to follow.
@@ -220,12 +233,49 @@ impl TxnLog for FileTxnLog {
         }
         self.end += buf.len() as u64;
         self.index.extend(offsets);
+        // A durable write's fsync covers every earlier record too.
+        self.unsynced = !durable;
+        Ok(())
+    }
+}
+
+impl TxnLog for FileTxnLog {
+    fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        // Under `EveryAppend` the fsync also covers earlier deferred appends.
+        self.write_records(txns, self.policy == FsyncPolicy::EveryAppend)
+    }
+
+    /// Group commit: the records are written now (one `write`), the fsync waits for
+    /// [`sync`](TxnLog::sync), which covers every append since the last one.
+    fn append_deferred(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        self.write_records(txns, false)
+    }
+
+    /// One fsync for everything appended since the last one; nothing to do when every append
+    /// is already durable.
+    fn sync(&mut self) -> Result<(), TxnLogError> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        let path = self.log_path();
+        self.file.sync_data().map_err(io(&path))?;
+        self.unsynced = false;
         Ok(())
     }
 
-    fn sync(&mut self) -> Result<(), TxnLogError> {
+    /// Hands a duplicate of the file handle to the task, which fsyncs it: records written
+    /// after this call are left for the next sync.
+    fn start_sync(&mut self) -> Result<Option<PendingSync>, TxnLogError> {
+        if !self.unsynced {
+            return Ok(None);
+        }
         let path = self.log_path();
-        self.file.sync_data().map_err(io(&path))
+        let file = self.file.try_clone().map_err(io(&path))?;
+        self.unsynced = false;
+        Ok(Some(Box::new(move || {
+            file.sync_data()
+                .map_err(|source| TxnLogError::Io { path, source })
+        })))
     }
 
     fn last_zxid(&self) -> Zxid {

@@ -63,6 +63,13 @@ impl TxnLog for MemoryTxnLog {
         Ok(())
     }
 
+    fn append_deferred(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        let mut g = self.lock();
+        check_append(g.txns.last().map(|t| t.zxid), txns)?;
+        g.txns.extend_from_slice(txns);
+        Ok(())
+    }
+
     fn sync(&mut self) -> Result<(), TxnLogError> {
         let mut g = self.lock();
         g.durable = g.txns.len();

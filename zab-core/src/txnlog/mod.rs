@@ -55,6 +55,9 @@ pub struct Snapshot {
     pub data: Bytes,
 }
 
+/// The rest of a sync begun by [`TxnLog::start_sync`], to run on another thread.
+pub type PendingSync = Box<dyn FnOnce() -> Result<(), TxnLogError> + Send>;
+
 /// When appended transactions reach stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
@@ -77,8 +80,27 @@ pub trait TxnLog: Send {
     /// appended). Durable on return under [`FsyncPolicy::EveryAppend`].
     fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError>;
 
+    /// Group commit: appends `txns` as [`append`](Self::append) does, but they may stay not
+    /// durable until the next [`sync`](Self::sync), whatever the [`FsyncPolicy`]. A writer
+    /// appends many batches this way and pays for one fsync; it must not acknowledge any of
+    /// them before `sync` returns. The default appends durably at once.
+    fn append_deferred(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
+        self.append(txns)
+    }
+
     /// Makes every appended transaction durable.
     fn sync(&mut self) -> Result<(), TxnLogError>;
+
+    /// Pipelined group commit: starts making every appended transaction durable, for a caller
+    /// that goes on appending meanwhile (as ZooKeeper's sync thread fsyncs one group while the
+    /// next one is written). `Ok(None)`: they are durable on return (the default calls
+    /// [`sync`](Self::sync)). `Ok(Some(task))`: they are durable once `task`, run on any
+    /// thread, returned `Ok`. The log counts them as synced from now on, so the caller must
+    /// wait for `task` before it relies on any durability, calls `sync`, `truncate` or starts
+    /// another sync; an error from `task` means they may not be durable.
+    fn start_sync(&mut self) -> Result<Option<PendingSync>, TxnLogError> {
+        self.sync().map(|()| None)
+    }
 
     /// The zxid of the last logged transaction, or of the latest snapshot if that is newer,
     /// or [`Zxid::ZERO`] when empty. This is the `lastLoggedZxid` of elections (Z4).

@@ -38,8 +38,10 @@ use crate::types::ServerId;
 
 /// Capacity of the event queue towards the peer; when full, new events are dropped (logged).
 const EVENT_QUEUE: usize = 1024;
-/// Capacity of one quorum connection's outgoing queue.
-const QUORUM_QUEUE: usize = 256;
+/// Capacity of one quorum connection's outgoing queue (packets). A connection whose queue is
+/// full is closed: it must hold a burst of broadcast traffic while the socket is slow, and a
+/// learner's sync (its DIFF proposals and commits are queued at once).
+const QUORUM_QUEUE: usize = 8192;
 /// Most addresses learned from the headers of servers missing from our configuration.
 const MAX_LEARNED_ADDRS: usize = 1024;
 /// A smaller sid dialling us while our own connection to it is younger than this is a crossing

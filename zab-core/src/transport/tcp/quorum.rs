@@ -68,6 +68,14 @@ async fn run_quorum_conn(
     while let Some(p) = rx.recv().await {
         out.clear();
         p.encode(&mut out);
+        // Everything else already queued goes in the same write (PROPOSALs, COMMITs, a
+        // sync's packets): one syscall for many small packets.
+        while out.len() < MAX_WRITE_BATCH {
+            match rx.try_recv() {
+                Ok(p) => p.encode(&mut out),
+                Err(_) => break,
+            }
+        }
         if let Err(e) = w.write_all(&out).await {
             debug!(sid = sid.0, "quorum write failed: {e}");
             break;
@@ -76,6 +84,9 @@ async fn run_quorum_conn(
     reader.abort();
     quorum_conn_ended(&shared, sid, generation, false);
 }
+
+/// Bytes of queued packets gathered into one socket write.
+const MAX_WRITE_BATCH: usize = 256 << 10;
 
 /// The jute string ZooKeeper writes after a SNAP's snapshot body: `i32 10, "BenWasHere"`.
 const SNAP_SIGNATURE: &[u8] = b"\x00\x00\x00\x0aBenWasHere";
@@ -119,7 +130,13 @@ async fn quorum_read_loop(
                 Ok(Some(packet)) => {
                     received = true;
                     in_snapshot = packet.kind == packet_type::SNAP;
-                    shared.emit(TransportEvent::Quorum { from: sid, packet });
+                    // Quorum packets are never dropped (a lost PROPOSAL would break the
+                    // learner's order): a full event queue holds back reading, and TCP the
+                    // sender.
+                    let ev = TransportEvent::Quorum { from: sid, packet };
+                    if shared.events.send(ev).await.is_err() {
+                        return ("transport shut down".into(), false);
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => return (format!("malformed quorum packet: {e}"), false),

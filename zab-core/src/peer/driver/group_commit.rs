@@ -1,0 +1,163 @@
+//! Group commit for the peer's event loop (SPEC Z2): an established peer takes in the writes
+//! and quorum packets already waiting, appends their log writes, and makes them durable with
+//! one sync that runs on a blocking thread while the next group gathers (as ZooKeeper's sync
+//! thread does). What vouches for the writes waits for that sync: a learner's ACKs and the
+//! leader's own acknowledgement.
+
+use super::*;
+
+/// Most writes and quorum packets already waiting that an established peer takes in before
+/// acting on them, so that one log sync covers all of their log writes (group commit).
+const MAX_BATCH: usize = 256;
+
+/// Log writes appended but not yet synced, and what waits for their sync (group commit).
+#[derive(Debug, Default)]
+pub(super) struct GroupCommit {
+    /// The last zxid appended since the last sync, if any.
+    pub(super) unsynced: Option<Zxid>,
+    /// ACKs that vouch for unsynced writes: sent after the sync.
+    pub(super) acks: Vec<(ServerId, QuorumPacket)>,
+}
+
+impl GroupCommit {
+    pub(super) fn is_empty(&self) -> bool {
+        self.unsynced.is_none() && self.acks.is_empty()
+    }
+}
+
+/// A group whose sync runs on a blocking thread while the peer goes on (at most one).
+#[derive(Debug)]
+pub(super) struct InFlightSync {
+    pub(super) group: GroupCommit,
+    pub(super) task: JoinHandle<Result<(), TxnLogError>>,
+}
+
+/// Waits for the sync in flight, if any (forever if none).
+pub(super) async fn sync_finished(f: &mut Option<InFlightSync>) -> Result<(), PeerError> {
+    let Some(f) = f.as_mut() else {
+        return std::future::pending().await;
+    };
+    let r = (&mut f.task).await.unwrap_or_else(|e| {
+        Err(TxnLogError::Io {
+            path: Default::default(),
+            source: std::io::Error::other(format!("log sync task failed: {e}")),
+        })
+    });
+    r.map_err(|e| PeerError::Replication(e.into()))
+}
+
+impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
+    /// An established peer also takes in the writes and quorum packets already waiting (up to
+    /// [`MAX_BATCH`]) before acting, so that their log writes share one sync. It stops at the
+    /// first event of another kind (handled too), so that elections and connection changes
+    /// are acted on as before.
+    pub(super) fn take_ready(&mut self) -> Result<(), PeerError> {
+        if self.repl.is_none() || self.status.borrow().epoch.is_none() {
+            return Ok(());
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for _ in 0..MAX_BATCH {
+            let mut took = false;
+            if let Ok(c) = self.control.try_recv() {
+                self.on_control(c);
+                took = true;
+            }
+            let ready = self.transport.recv().as_mut().poll(&mut cx);
+            match ready {
+                std::task::Poll::Ready(Some(ev)) => {
+                    let quorum = matches!(ev, TransportEvent::Quorum { .. });
+                    self.on_event(ev);
+                    if !quorum {
+                        return Ok(());
+                    }
+                    took = true;
+                }
+                std::task::Poll::Ready(None) => return Err(PeerError::TransportClosed),
+                std::task::Poll::Pending => {}
+            }
+            if !took {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes every log write appended so far durable now: waits for the sync in flight, syncs
+    /// the current group, and releases both. For actions that must follow durable writes.
+    pub(super) async fn sync_group(&mut self) -> Result<(), PeerError> {
+        if self.in_flight.is_some() {
+            sync_finished(&mut self.in_flight).await?;
+            if let Some(f) = self.in_flight.take() {
+                self.release(f.group);
+            }
+        }
+        let group = std::mem::take(&mut self.group);
+        if group.is_empty() {
+            return Ok(());
+        }
+        if let Some(r) = self.repl.as_mut() {
+            r.log.sync().map_err(ReplicationError::from)?;
+        }
+        self.release(group);
+        Ok(())
+    }
+
+    /// Group commit, pipelined: when no sync is in flight, starts one for the current group
+    /// on a blocking thread; the peer goes on meanwhile (the next group gathers). Returns
+    /// whether the group was released at once (the log was already durable).
+    pub(super) fn start_group_sync(&mut self) -> Result<bool, PeerError> {
+        if self.group.is_empty() || self.in_flight.is_some() {
+            return Ok(false);
+        }
+        let group = std::mem::take(&mut self.group);
+        let pending = match self.repl.as_mut() {
+            Some(r) => r.log.start_sync().map_err(ReplicationError::from)?,
+            None => None,
+        };
+        match pending {
+            None => {
+                self.release(group);
+                Ok(true)
+            }
+            Some(task) => {
+                let task = tokio::task::spawn_blocking(task);
+                self.in_flight = Some(InFlightSync { group, task });
+                Ok(false)
+            }
+        }
+    }
+
+    /// A group is durable: the leader's own acknowledgement counts and a learner's ACKs go
+    /// (a write is acknowledged only once durable, Z2).
+    pub(super) fn release(&mut self, group: GroupCommit) {
+        if let (Some(z), Some(lb)) = (
+            group.unsynced,
+            self.repl.as_mut().and_then(|r| r.leader.as_mut()),
+        ) {
+            lb.local_logged(z);
+        }
+        for (to, packet) in group.acks {
+            self.transport.send_quorum(to, packet);
+        }
+    }
+
+    /// Appends `txns` to the log, durable once their group is synced.
+    pub(super) fn append_grouped(
+        &mut self,
+        txns: Vec<crate::txnlog::Txn>,
+    ) -> Result<(), PeerError> {
+        let Some(r) = self.repl.as_mut() else {
+            return Ok(());
+        };
+        let Some(last) = txns.last().map(|t| t.zxid) else {
+            return Ok(());
+        };
+        r.log
+            .append_deferred(&txns)
+            .map_err(ReplicationError::from)?;
+        self.group.unsynced = Some(last);
+        self.epochs.last_zxid = r.log.last_zxid().0;
+        self.core.set_vote_data(self.vote_data());
+        Ok(())
+    }
+}
