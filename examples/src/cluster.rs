@@ -1,20 +1,31 @@
 //! The `cluster` demo's flow as a library function: three brokers in one process on loopback
-//! TCP over one in-memory coordination store, each with its registration, its ISR writer and
-//! a campaigning controller reaching the brokers through [`TcpBrokerChannel`]. The flow
-//! elects a controller, creates a topic, produces with acks=all, kills a partition leader,
-//! kills the controller, restarts the dead brokers, moves a partition onto a fourth broker
-//! (K7), reads every acknowledged record back, and deletes the topic (K2).
+//! TCP over one coordination service — any backend behind a [`ConformanceHarness`] (the
+//! in-memory store by default, real ZooKeeper with
+//! [`ZooKeeperHarness`](crate::zookeeper_backend::ZooKeeperHarness)) — each with its
+//! registration, its ISR writer and a campaigning controller reaching the brokers through
+//! [`TcpBrokerChannel`]. The flow elects a controller, creates a topic, produces with
+//! acks=all, kills a partition leader, kills the controller, restarts the dead brokers, moves a
+//! partition onto a fourth broker started for it (K7, every step narrated), reads every
+//! acknowledged record back, and deletes the topic (K2).
+//!
+//! A broker is killed as a crash would kill it: its server, controller and tasks stop, then
+//! the harness ends its session, so its ephemeral nodes vanish as after a session timeout.
+//! [`DemoConfig::on_step`] runs between steps, for an embedder to disturb the coordination
+//! service (e.g. kill the leader of a replicated store) while the demo goes on.
+
+mod observe;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use kafka_controller::admin::{self, AdminError};
 use kafka_controller::assignment::AssignmentStart;
-use kafka_controller::context::TopicPartition;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::{Coordination, MemoryTree};
+use kafka_controller::coordination::conformance::{ConformanceHarness, MemoryHarness};
+use kafka_controller::coordination::{Coordination, CoordinationError};
 use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, KafkaZkError};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
@@ -24,6 +35,8 @@ use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceDa
 use kafka_wire::messages::{FetchRequest, MetadataRequest, ProduceRequest};
 use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
 use kafka_wire::{RequestBody, ResponseBody};
+
+pub use observe::{Observed, ObservedChannel, ObservedCoordination, Recorder};
 
 use crate::broker::{
     AddressBook, Broker, BrokerConfig, KafkaConnection, LinkError, TcpBrokerChannel,
@@ -71,6 +84,9 @@ pub enum DemoError {
     /// A store operation of a broker failed.
     #[error("store: {0}")]
     Store(#[from] KafkaZkError),
+    /// The coordination service refused a new session or an expiry.
+    #[error("coordination service: {0}")]
+    Coordination(#[from] CoordinationError),
     /// An admin operation failed.
     #[error("admin: {0}")]
     Admin(#[from] AdminError),
@@ -79,13 +95,95 @@ pub enum DemoError {
     Timeout(String),
 }
 
+/// A step of the demo, as passed to [`DemoConfig::on_step`] once it is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DemoStep {
+    /// Brokers 1–3 listen and are registered.
+    BrokersStarted,
+    /// The first controller is active.
+    ControllerElected,
+    /// The topic exists and every partition has a leader and a full ISR.
+    TopicOnline,
+    /// A produce round (1, 2 or 3) is over.
+    Produced {
+        /// The round.
+        round: u8,
+    },
+    /// A partition leader was killed and every partition has a live leader again.
+    LeaderFailedOver {
+        /// The killed broker.
+        killed: i32,
+    },
+    /// The controller was killed and a new one with a higher epoch is active.
+    ControllerFailedOver {
+        /// The killed broker.
+        killed: i32,
+    },
+    /// The dead brokers are back and every ISR is full again.
+    IsrRestored,
+    /// Broker 4 listens and is registered.
+    FourthBrokerStarted,
+    /// The K7 reassignment of partition 0 is complete.
+    Reassigned,
+    /// Every partition was read back.
+    ReadBack,
+    /// The topic is deleted from the store.
+    TopicDeleted,
+}
+
+impl std::fmt::Display for DemoStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// What runs between steps: awaited before the next step starts.
+pub type StepHook = Arc<dyn Fn(DemoStep) -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// Settings of the demo.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct DemoConfig {
     /// Records produced to each partition in each produce round.
     pub records_per_partition: usize,
     /// How long any one step may take.
     pub step_timeout: Duration,
+    /// The coordination service: every broker, controller and admin client gets its own
+    /// session from [`ConformanceHarness::connect`]; a killed broker's session is ended with
+    /// [`ConformanceHarness::expire`]. Default: a new in-memory store ([`MemoryHarness`]).
+    pub harness: Arc<dyn ConformanceHarness>,
+    /// Awaited after each step, before the next one starts (`None`: nothing).
+    pub on_step: Option<StepHook>,
+}
+
+impl DemoConfig {
+    /// The default settings on `harness`.
+    pub fn on(harness: Arc<dyn ConformanceHarness>) -> Self {
+        DemoConfig {
+            harness,
+            ..DemoConfig::default()
+        }
+    }
+
+    /// Sets [`on_step`](Self::on_step) from an async closure.
+    pub fn with_step_hook<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(DemoStep) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.on_step = Some(Arc::new(move |step| Box::pin(hook(step))));
+        self
+    }
+}
+
+impl std::fmt::Debug for DemoConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoConfig")
+            .field("records_per_partition", &self.records_per_partition)
+            .field("step_timeout", &self.step_timeout)
+            .field("on_step", &self.on_step.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for DemoConfig {
@@ -93,6 +191,8 @@ impl Default for DemoConfig {
         DemoConfig {
             records_per_partition: 100,
             step_timeout: Duration::from_secs(20),
+            harness: Arc::new(MemoryHarness::new()),
+            on_step: None,
         }
     }
 }
@@ -125,12 +225,13 @@ struct Node {
     broker: DemoBroker,
     controller: ControllerHandle,
     session: Arc<dyn Coordination>,
-    _registered: RegisteredBroker,
+    registered: RegisteredBroker,
     propagator: IsrChangePropagator,
 }
 
 struct Cluster {
-    tree: MemoryTree,
+    harness: Arc<dyn ConformanceHarness>,
+    recorder: Recorder,
     addresses: Arc<Mutex<HashMap<i32, SocketAddr>>>,
     nodes: BTreeMap<i32, Node>,
     partition: PartitionConfig,
@@ -138,7 +239,10 @@ struct Cluster {
 
 impl Cluster {
     async fn start_node(&mut self, id: i32) -> Result<(), DemoError> {
-        let session: Arc<dyn Coordination> = Arc::new(self.tree.connect());
+        let session: Arc<dyn Coordination> = Arc::new(ObservedCoordination::new(
+            self.harness.connect().await?,
+            self.recorder.clone(),
+        ));
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());
         let isr_writer = ZkIsrWriter::new(session.clone(), changes.clone());
         let book = self.addresses.clone();
@@ -178,10 +282,9 @@ impl Cluster {
         )
         .start()
         .await?;
-        let channel = Arc::new(TcpBrokerChannel::new(
-            id,
-            "PLAINTEXT",
-            Duration::from_secs(2),
+        let channel = Arc::new(ObservedChannel::new(
+            TcpBrokerChannel::new(id, "PLAINTEXT", Duration::from_secs(2)),
+            self.recorder.clone(),
         ));
         let mut cc = ControllerConfig::new(id);
         // No preferred-leader moves of its own: the timeline shows only what the demo does.
@@ -193,21 +296,26 @@ impl Cluster {
                 broker,
                 controller,
                 session,
-                _registered: registered,
+                registered,
                 propagator,
             },
         );
         Ok(())
     }
 
-    /// Kills broker `id` as a crash would: its session expires, its server and controller stop.
-    async fn kill(&mut self, id: i32) {
-        if let Some(node) = self.nodes.remove(&id) {
-            self.tree.expire(node.session.session_id());
-            node.controller.shutdown();
-            node.propagator.stop();
-            node.broker.shutdown().await;
-        }
+    /// Kills broker `id` as a crash would: its server, controller and tasks stop, then its
+    /// session ends (as when it times out), removing its registration and, if it was the
+    /// controller, `/controller`.
+    async fn kill(&mut self, id: i32) -> Result<(), DemoError> {
+        let Some(node) = self.nodes.remove(&id) else {
+            return Ok(());
+        };
+        node.controller.shutdown();
+        node.propagator.stop();
+        drop(node.registered);
+        node.broker.shutdown().await;
+        self.harness.expire(node.session.session_id()).await?;
+        Ok(())
     }
 
     fn active_controller(&self) -> Option<(i32, i32)> {
@@ -428,13 +536,55 @@ impl Cluster {
     }
 }
 
+/// The demo's narration: each line carries the time since the start and, for a step, how
+/// long the step took.
+struct Timeline<F> {
+    t0: Instant,
+    step_start: Instant,
+    say: F,
+}
+
+impl<F: FnMut(&str)> Timeline<F> {
+    fn new(say: F) -> Self {
+        let now = Instant::now();
+        Timeline {
+            t0: now,
+            step_start: now,
+            say,
+        }
+    }
+
+    /// A finished step: prints it with its duration and starts timing the next one.
+    fn step(&mut self, text: String) {
+        let took = self.step_start.elapsed().as_secs_f64();
+        (self.say)(&format!(
+            "[{:>7.3}s] {text} (took {took:.3}s)",
+            self.t0.elapsed().as_secs_f64()
+        ));
+        self.step_start = Instant::now();
+    }
+
+    /// A detail within the current step.
+    fn detail(&mut self, text: String) {
+        (self.say)(&format!(
+            "[{:>7.3}s]   {text}",
+            self.t0.elapsed().as_secs_f64()
+        ));
+    }
+
+    /// Restarts the timing of the current step (after a hook ran).
+    fn restart(&mut self) {
+        self.step_start = Instant::now();
+    }
+}
+
 /// Runs the demo, narrating each step through `say`, and returns what it found.
-pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoReport, DemoError> {
-    let t0 = Instant::now();
-    let mut line = |s: String| say(&format!("[{:>7.3}s] {s}", t0.elapsed().as_secs_f64()));
-    let step = config.step_timeout;
+pub async fn run(config: DemoConfig, say: impl FnMut(&str)) -> Result<DemoReport, DemoError> {
+    let mut line = Timeline::new(say);
+    let hook = config.on_step.clone();
     let mut cluster = Cluster {
-        tree: MemoryTree::new(),
+        harness: config.harness.clone(),
+        recorder: Recorder::new(),
         addresses: Arc::new(Mutex::new(HashMap::new())),
         nodes: BTreeMap::new(),
         partition: PartitionConfig {
@@ -442,52 +592,77 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
             ..PartitionConfig::default()
         },
     };
+    let result = flow(&mut cluster, &config, &mut line, hook).await;
+    cluster.shutdown().await;
+    result
+}
+
+/// Runs `hook` for `done`, if any, without counting it in the next step's time.
+async fn after<F: FnMut(&str)>(hook: &Option<StepHook>, done: DemoStep, line: &mut Timeline<F>) {
+    if let Some(hook) = hook {
+        hook(done).await;
+        line.restart();
+    }
+}
+
+async fn flow<F: FnMut(&str)>(
+    cluster: &mut Cluster,
+    config: &DemoConfig,
+    line: &mut Timeline<F>,
+    hook: Option<StepHook>,
+) -> Result<DemoReport, DemoError> {
+    let step = config.step_timeout;
     let mut report = DemoReport::default();
     for id in 1..=3 {
         cluster.start_node(id).await?;
         let addr = cluster.addr(id).map(|a| a.to_string()).unwrap_or_default();
-        line(format!("broker {id} listening on {addr}, registered"));
+        line.step(format!("broker {id} listening on {addr}, registered"));
     }
+    after(&hook, DemoStep::BrokersStarted, line).await;
 
     let (controller, epoch) = cluster.wait_controller(None, step).await?;
     report.controller_epochs.push(epoch);
-    line(format!(
+    line.step(format!(
         "controller elected: broker {controller}, epoch {epoch}"
     ));
+    after(&hook, DemoStep::ControllerElected, line).await;
 
-    let admin_session = cluster.tree.connect();
+    let admin_session = cluster.harness.connect().await?;
     let assignment = admin::create_topic(
-        &admin_session,
+        admin_session.as_ref(),
         TOPIC,
         PARTITIONS,
         REPLICATION_FACTOR,
         AssignmentStart::fixed(0),
     )
     .await?;
-    line(format!("topic {TOPIC} created: assignment {assignment:?}"));
+    line.step(format!("topic {TOPIC} created: assignment {assignment:?}"));
     let meta = cluster
         .wait_metadata("leaders and full ISRs", step, |m| {
             m.values().all(|(_, _, isr)| isr.len() == 3)
         })
         .await?;
-    line(format!("partitions online (leader, epoch, isr): {meta:?}"));
+    line.step(format!("partitions online (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::TopicOnline, line).await;
 
     let n = config.records_per_partition;
     let mut acked = cluster.produce_round(1, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all: {} of {} acknowledged",
         acked.len(),
         n * PARTITIONS as usize
     ));
+    after(&hook, DemoStep::Produced { round: 1 }, line).await;
 
     // Kill a partition leader that is not the controller, so the two failovers are apart.
+    let (controller, _) = cluster.wait_controller(None, step).await?;
     let (victim_partition, victim) = meta
         .iter()
         .map(|(p, (l, _, _))| (*p, *l))
         .find(|(_, l)| *l != controller)
         .unwrap_or((0, controller));
-    cluster.kill(victim).await;
-    line(format!(
+    cluster.kill(victim).await?;
+    line.step(format!(
         "killed broker {victim}, leader of partition {victim_partition}"
     ));
     let meta = cluster
@@ -496,49 +671,72 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
                 .all(|(l, _, isr)| *l != victim && !isr.contains(&victim))
         })
         .await?;
-    line(format!("new leaders (leader, epoch, isr): {meta:?}"));
+    line.step(format!("new leaders (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::LeaderFailedOver { killed: victim }, line).await;
     let more = cluster.produce_round(2, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all on two brokers: {} acknowledged",
         more.len()
     ));
     acked.extend(more);
+    after(&hook, DemoStep::Produced { round: 2 }, line).await;
 
     // Kill the active controller.
     let (old_controller, old_epoch) = cluster.wait_controller(None, step).await?;
-    cluster.kill(old_controller).await;
-    line(format!(
+    cluster.kill(old_controller).await?;
+    line.step(format!(
         "killed broker {old_controller}, the controller (epoch {old_epoch})"
     ));
     let (controller, epoch) = cluster.wait_controller(Some(old_epoch), step).await?;
     report.controller_epochs.push(epoch);
-    line(format!(
+    line.step(format!(
         "new controller: broker {controller}, epoch {epoch} (was {old_epoch})"
     ));
     let meta = cluster
         .wait_metadata("every partition led by a live broker", step, |_| true)
         .await?;
-    line(format!("partitions (leader, epoch, isr): {meta:?}"));
+    line.step(format!("partitions (leader, epoch, isr): {meta:?}"));
+    after(
+        &hook,
+        DemoStep::ControllerFailedOver {
+            killed: old_controller,
+        },
+        line,
+    )
+    .await;
 
     // The dead brokers come back and catch up.
     for id in [victim, old_controller] {
         cluster.start_node(id).await?;
-        line(format!("restarted broker {id}"));
+        line.step(format!("restarted broker {id}"));
     }
     let meta = cluster
         .wait_metadata("ISR grown back to 3", step, |m| {
             m.values().all(|(_, _, isr)| isr.len() == 3)
         })
         .await?;
-    line(format!("ISR grown back (leader, epoch, isr): {meta:?}"));
+    line.step(format!("ISR grown back (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::IsrRestored, line).await;
 
     // K7: a fourth broker joins and partition 0 moves onto it, away from its leader.
     cluster.start_node(4).await?;
-    line("broker 4 started and registered".to_owned());
+    let addr = cluster.addr(4).map(|a| a.to_string()).unwrap_or_default();
+    line.step(format!(
+        "broker 4 listening on {addr}, registered (the reassignment target)"
+    ));
+    after(&hook, DemoStep::FourthBrokerStarted, line).await;
     let (leader0, _, isr0) = meta.get(&0).cloned().unwrap_or((3, 0, vec![1, 2, 3]));
     let mut target = vec![4];
     target.extend(isr0.iter().copied().filter(|b| *b != leader0).take(2));
-    reassign(&cluster, &admin_session, target.clone(), step, &mut line).await?;
+    reassign(
+        cluster,
+        admin_session.as_ref(),
+        leader0,
+        target.clone(),
+        step,
+        line,
+    )
+    .await?;
     let meta = cluster
         .wait_metadata("partition 0 led from its new replicas", step, |m| {
             m.get(&0).is_some_and(|(l, _, isr)| {
@@ -548,29 +746,32 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
             })
         })
         .await?;
-    line(format!("after reassignment (leader, epoch, isr): {meta:?}"));
+    line.step(format!("after reassignment (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::Reassigned, line).await;
     let more = cluster.produce_round(3, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all after the reassignment: {} acknowledged",
         more.len()
     ));
     acked.extend(more);
+    after(&hook, DemoStep::Produced { round: 3 }, line).await;
 
     let read = cluster.read_all().await;
     report.acknowledged = acked.len();
     report.read_back = acked.iter().filter(|v| read.contains(*v)).count();
     report.lost = report.acknowledged - report.read_back;
-    line(format!(
+    line.step(format!(
         "read back {} records; {} of {} acknowledged found",
         read.len(),
         report.read_back,
         report.acknowledged
     ));
+    after(&hook, DemoStep::ReadBack, line).await;
 
     // K2: delete the topic and wait for the controller to finish.
-    admin::delete_topic(&admin_session, TOPIC).await?;
-    line(format!("deletion of {TOPIC} requested"));
-    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
+    admin::delete_topic(admin_session.as_ref(), TOPIC).await?;
+    line.step(format!("deletion of {TOPIC} requested"));
+    let zk = KafkaZkClient::new(cluster.harness.connect().await?);
     let deadline = Instant::now() + step;
     loop {
         let topics = zk.topics(false).await?;
@@ -584,70 +785,156 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     report.topic_deleted = true;
-    line(format!("topic {TOPIC} deleted from the store"));
-    cluster.shutdown().await;
+    line.step(format!("topic {TOPIC} deleted from the store"));
+    after(&hook, DemoStep::TopicDeleted, line).await;
     Ok(report)
 }
 
-/// K7: requests the reassignment of partition 0 to `target` and narrates the store as the
-/// controller walks the steps (AR, adding / removing replicas, leader and ISR), until the
-/// request is gone and AR is the target.
-async fn reassign(
+/// Names the K7 steps (SPEC numbering) of a partition moving from `oar` led by `old_leader` to
+/// `rar`, from the writes and requests observed in order.
+struct K7Narration<'a> {
+    oar: &'a [i32],
+    rar: &'a [i32],
+    old_leader: i32,
+    /// The last partition state seen: (leader, leader epoch, ISR).
+    last: Option<(i32, i32, Vec<i32>)>,
+}
+
+impl K7Narration<'_> {
+    fn leaving(&self, b: &i32) -> bool {
+        self.oar.contains(b) && !self.rar.contains(b)
+    }
+
+    fn describe(&mut self, event: &Observed) -> String {
+        match event {
+            Observed::Assignment {
+                replicas,
+                adding,
+                removing,
+            } if !adding.is_empty() || !removing.is_empty() => format!(
+                "K7.1  store: AR = OAR+RAR = {replicas:?} (adding {adding:?}, removing {removing:?})"
+            ),
+            Observed::Assignment { replicas, .. } => {
+                format!("K7.10 store: AR = RAR = {replicas:?}")
+            }
+            Observed::LeaderAndIsr {
+                broker,
+                leader,
+                leader_epoch,
+                isr,
+            } => {
+                let n = if isr.iter().any(|b| self.leaving(b)) {
+                    if *leader == self.old_leader {
+                        "K7.2  LeaderAndIsr (new epoch)"
+                    } else {
+                        "K7.7  LeaderAndIsr (new leader)"
+                    }
+                } else {
+                    "K7.8  LeaderAndIsr (OAR-RAR out of the ISR)"
+                };
+                format!("{n} to broker {broker}: leader {leader}, epoch {leader_epoch}, isr {isr:?}")
+            }
+            Observed::State {
+                leader,
+                leader_epoch,
+                isr,
+            } => {
+                let (last_leader, last_epoch, last_isr) = self
+                    .last
+                    .replace((*leader, *leader_epoch, isr.clone()))
+                    .unwrap_or((self.old_leader, -1, Vec::new()));
+                let n = if *leader != last_leader {
+                    "K7.7  store: new leader from RAR"
+                } else if isr.len() < last_isr.len() && !isr.iter().any(|b| self.leaving(b)) {
+                    "K7.8  store: OAR-RAR out of the ISR"
+                } else if *leader_epoch != last_epoch && isr == &last_isr {
+                    "K7.2  store: leader epoch bumped"
+                } else if self.rar.iter().all(|b| isr.contains(b)) {
+                    "K7.4  store: every RAR replica in the ISR"
+                } else if *leader_epoch != last_epoch {
+                    "K7.2  store: leader epoch bumped"
+                } else {
+                    "K7.4  store: ISR grows"
+                };
+                format!("{n}: leader {leader}, epoch {leader_epoch}, isr {isr:?}")
+            }
+            Observed::StopReplica {
+                broker,
+                delete: false,
+            } => format!("K7.8  StopReplica to broker {broker} (OfflineReplica)"),
+            Observed::StopReplica {
+                broker,
+                delete: true,
+            } => format!("K7.9  StopReplica to broker {broker} with delete (NonExistentReplica)"),
+            Observed::RequestDeleted => {
+                "K7.11 store: /admin/reassign_partitions deleted".to_owned()
+            }
+        }
+    }
+}
+
+/// K7: requests the reassignment of partition 0 to `target` and narrates every write the
+/// controller and the leader make to the partition's nodes and every control request for it,
+/// until the request is gone and AR is the target.
+async fn reassign<F: FnMut(&str)>(
     cluster: &Cluster,
     admin_session: &dyn Coordination,
+    old_leader: i32,
     target: Vec<i32>,
     timeout: Duration,
-    line: &mut impl FnMut(String),
+    line: &mut Timeline<F>,
 ) -> Result<(), DemoError> {
-    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
-    let tp = TopicPartition::new(TOPIC, 0);
+    let zk = KafkaZkClient::new(cluster.harness.connect().await?);
+    let oar = zk
+        .topic_assignment(TOPIC, false)
+        .await?
+        .and_then(|(a, _)| a.partitions.get(&0).cloned())
+        .unwrap_or_default();
+    let tp = kafka_controller::context::TopicPartition::new(TOPIC, 0);
     let mut targets = BTreeMap::new();
     targets.insert(tp, target.clone());
+    cluster.recorder.watch(TOPIC, 0);
     admin::reassign_partitions(admin_session, &targets).await?;
-    line(format!("reassignment of {TOPIC}-0 to {target:?} requested"));
+    line.step(format!(
+        "reassignment of {TOPIC}-0 from {oar:?} (leader {old_leader}) to {target:?} requested"
+    ));
     let deadline = Instant::now() + timeout;
-    let mut last = String::new();
+    let mut narration = K7Narration {
+        oar: &oar,
+        rar: &target,
+        old_leader,
+        last: None,
+    };
+    let mut request_gone = false;
+    // When the store was first seen with the reassignment complete.
+    let mut store_done: Option<Instant> = None;
     loop {
-        let pending = zk.reassignment_request(false).await?.is_some();
-        let assignment = zk.topic_assignment(TOPIC, false).await?.map(|(a, _)| a);
-        let state = zk
-            .partition_states(&[(TOPIC.to_owned(), 0)])
-            .await
-            .into_iter()
-            .next()
-            .and_then(Result::ok)
-            .flatten()
-            .map(|(s, _)| s);
-        let ar = assignment
-            .as_ref()
-            .and_then(|a| a.partitions.get(&0).cloned())
-            .unwrap_or_default();
-        let adding = assignment
-            .as_ref()
-            .and_then(|a| a.adding_replicas.as_ref()?.get(&0).cloned())
-            .unwrap_or_default();
-        let removing = assignment
-            .as_ref()
-            .and_then(|a| a.removing_replicas.as_ref()?.get(&0).cloned())
-            .unwrap_or_default();
-        let (leader, epoch, isr) =
-            state
-                .map(|s| (s.leader, s.leader_epoch, s.isr))
-                .unwrap_or((-1, -1, Vec::new()));
-        let now = format!(
-            "  store: AR {ar:?} adding {adding:?} removing {removing:?} | leader {leader} epoch {epoch} isr {isr:?} | request {}",
-            if pending { "pending" } else { "gone" }
-        );
-        if now != last {
-            line(now.clone());
-            last = now;
+        for event in cluster.recorder.take() {
+            request_gone |= event == Observed::RequestDeleted;
+            line.detail(narration.describe(&event));
         }
-        if !pending && ar == target {
-            return Ok(());
+        // The last write is recorded just after it applies: give it a moment to show up.
+        if store_done.is_some_and(|t| request_gone || t.elapsed() > Duration::from_millis(500)) {
+            break;
+        }
+        if store_done.is_none() {
+            let pending = zk.reassignment_request(false).await?.is_some();
+            let ar = zk
+                .topic_assignment(TOPIC, false)
+                .await?
+                .and_then(|(a, _)| a.partitions.get(&0).cloned())
+                .unwrap_or_default();
+            if !pending && ar == target {
+                store_done = Some(Instant::now());
+            }
         }
         if Instant::now() > deadline {
+            cluster.recorder.stop();
             return Err(DemoError::Timeout("the reassignment".into()));
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    cluster.recorder.stop();
+    line.step(format!("reassignment of {TOPIC}-0 complete"));
+    Ok(())
 }

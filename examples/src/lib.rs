@@ -11,8 +11,11 @@
 //!   znodes with ISR change notifications, and the broker's registration.
 //! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
 //!   request channel and handler workers, responses in request order.
+//! - [`zookeeper_backend`]: the cluster demo's real-ZooKeeper backend, a `ConformanceHarness`
+//!   whose sessions can be ended for real.
 
 pub mod broker;
 pub mod cluster;
 pub mod glue;
 pub mod server;
+pub mod zookeeper_backend;
