@@ -8,6 +8,7 @@
 //! Kafka does.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
@@ -27,12 +28,13 @@ use kafka_wire::messages::produce_response::{PartitionProduceResponse, TopicProd
 use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_wire::messages::{
     ControlledShutdownResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
-    StopReplicaRequest, StopReplicaResponse,
+    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, LeaderAndIsrRequest,
+    LeaderAndIsrResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, StopReplicaRequest, StopReplicaResponse,
 };
 use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, Uuid};
 
+use super::node::LeadershipListener;
 use super::replica_driver::{DelayedAnswer, ReplicaDriver};
 use crate::server::{RequestContext, RequestHandler, SupportedApis};
 
@@ -47,6 +49,7 @@ pub struct KafkaApis<L, K, W> {
     broker: i32,
     cluster_id: String,
     next_producer_id: AtomicI64,
+    leadership: Option<Arc<dyn LeadershipListener>>,
 }
 
 impl<L, K, W> KafkaApis<L, K, W>
@@ -64,7 +67,52 @@ where
             // Producer ids are unique across brokers without coordination: the broker id in
             // the high bits, a counter in the low ones.
             next_producer_id: AtomicI64::new(i64::from(broker.max(0)) << 32),
+            leadership: None,
         }
+    }
+
+    /// Tells `listener` (e.g. the ISR writer's controller epochs) every leadership this broker
+    /// gains or loses through LeaderAndIsr and StopReplica.
+    pub fn with_leadership(mut self, listener: Option<Arc<dyn LeadershipListener>>) -> Self {
+        self.leadership = listener;
+        self
+    }
+
+    /// LeaderAndIsr (K4) from the controller: applied by the replica manager; then every
+    /// partition this broker now leads at the request's leader epoch is reported to the
+    /// leadership listener with the deciding controller's epoch (K4.1: the ISR writes it makes
+    /// as leader carry that epoch), and every partition it follows as no longer led.
+    pub fn leader_and_isr(
+        &self,
+        version: i16,
+        request: &LeaderAndIsrRequest,
+    ) -> LeaderAndIsrResponse {
+        self.driver.with_manager(|m, now| {
+            let response = m.become_leader_or_follower(now, request, version);
+            let Some(listener) = &self.leadership else {
+                return response;
+            };
+            let grouped = request.topic_states.iter().flat_map(|t| {
+                t.partition_states
+                    .iter()
+                    .map(move |p| (t.topic_name.to_string(), p))
+            });
+            let ungrouped = request
+                .ungrouped_partition_states
+                .iter()
+                .map(|p| (p.topic_name.to_string(), p));
+            for (topic, p) in grouped.chain(ungrouped) {
+                let tp = TopicPartition::new(topic, p.partition_index);
+                match m.partition(&tp) {
+                    Some(part) if part.is_leader() && part.leader_epoch() == p.leader_epoch => {
+                        listener.leading(&tp, p.controller_epoch);
+                    }
+                    Some(part) if !part.is_leader() => listener.not_leading(&tp),
+                    _ => {}
+                }
+            }
+            response
+        })
     }
 
     /// The driver this handler works through.
@@ -413,7 +461,12 @@ where
             for (topic, partition, epoch, delete) in partitions {
                 let tp = TopicPartition::new(topic.clone(), partition);
                 let code = match m.stop_replica(request.controller_epoch, &tp, epoch, delete) {
-                    Ok(_) => ErrorCode::None.code(),
+                    Ok(_) => {
+                        if let Some(listener) = &self.leadership {
+                            listener.not_leading(&tp);
+                        }
+                        ErrorCode::None.code()
+                    }
                     Err(code) => code.code(),
                 };
                 response.partition_errors.push(StopReplicaPartitionError {
@@ -492,10 +545,9 @@ where
                 self.driver
                     .with_manager(|m, _| m.offset_for_leader_epoch(&r)),
             ),
-            RequestBody::LeaderAndIsr(r) => ResponseBody::LeaderAndIsr(
-                self.driver
-                    .with_manager(|m, now| m.become_leader_or_follower(now, &r, version)),
-            ),
+            RequestBody::LeaderAndIsr(r) => {
+                ResponseBody::LeaderAndIsr(self.leader_and_isr(version, &r))
+            }
             RequestBody::UpdateMetadata(r) => {
                 ResponseBody::UpdateMetadata(self.driver.with_manager(|m, _| m.update_metadata(&r)))
             }

@@ -34,7 +34,7 @@ mod isr_writer;
 mod propagation;
 mod registration;
 
-pub use isr_writer::{IsrWriteError, ZkIsrWriter};
+pub use isr_writer::{ControllerEpochs, IsrWriteError, ZkIsrWriter};
 pub use propagation::{
     propagate_once, should_propagate, write_notification, IsrChangePropagator, IsrChangeQueue,
     IsrPropagationConfig, PendingIsrChanges,
