@@ -282,6 +282,8 @@ impl Cluster {
         )
         .start()
         .await?;
+        // KIP-380: control requests meant for an earlier registration are refused.
+        broker.apis().follow_registration(registered.subscribe());
         let channel = Arc::new(ObservedChannel::new(
             TcpBrokerChannel::new(id, "PLAINTEXT", Duration::from_secs(2)),
             self.recorder.clone(),

@@ -8,16 +8,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ha_examples::broker::{Broker, BrokerConfig, KafkaConnection};
-use ha_examples::glue::{IsrChangeQueue, ZkIsrWriter};
-use kafka_controller::coordination::{Coordination, CreateMode, MemoryCoordination};
-use kafka_controller::zk_data::{paths, PartitionStateZNode};
+use ha_examples::glue::{BrokerRegistrar, IsrChangeQueue, RegisteredBroker, ZkIsrWriter};
+use kafka_controller::coordination::{Coordination, CreateMode, MemoryCoordination, MemoryTree};
+use kafka_controller::zk_data::{paths, BrokerRegistration, PartitionStateZNode};
 use kafka_replication::isr::TopicPartition;
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
 use kafka_wire::messages::leader_and_isr_request::{
     LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
-use kafka_wire::messages::LeaderAndIsrRequest;
+use kafka_wire::messages::stop_replica_request::{
+    StopReplicaPartitionState, StopReplicaTopicState,
+};
+use kafka_wire::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
+    UpdateMetadataTopicState,
+};
+use kafka_wire::messages::{LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest};
 use kafka_wire::{RequestBody, ResponseBody, Uuid};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -132,6 +139,227 @@ async fn k4_1_broker_isr_writes_carry_the_controller_epoch_of_the_leader_and_isr
     };
     assert_eq!(state.controller_epoch, 7, "{state:?}");
     assert_eq!((state.leader, state.leader_epoch), (1, 4));
+    broker.shutdown().await;
+    Ok(())
+}
+
+/// STALE_BROKER_EPOCH.
+const STALE_BROKER_EPOCH: i16 = 77;
+
+/// A broker registered on `tree` as broker 1, following its registration's epoch.
+async fn registered_broker(
+    tree: &MemoryTree,
+) -> Result<
+    (
+        Broker<MemoryLog, ZkIsrWriter>,
+        RegisteredBroker,
+        Arc<dyn Coordination>,
+    ),
+    Box<dyn std::error::Error>,
+> {
+    let coord: Arc<dyn Coordination> = Arc::new(tree.connect());
+    create_partition(coord.as_ref()).await?;
+    let writer = ZkIsrWriter::new(
+        coord.clone(),
+        IsrChangeQueue::new(tokio::time::Instant::now()),
+    );
+    let broker = start_broker(writer).await?;
+    let port = broker.local_addr().port();
+    let registered = BrokerRegistrar::new(
+        coord.clone(),
+        1,
+        BrokerRegistration::plaintext("127.0.0.1", port, None, 0),
+    )
+    .start()
+    .await?;
+    broker.apis().follow_registration(registered.subscribe());
+    Ok((broker, registered, coord))
+}
+
+fn has_partition(broker: &Broker<MemoryLog, ZkIsrWriter>) -> bool {
+    let tp = TopicPartition::new(TOPIC, 0);
+    broker
+        .apis()
+        .driver()
+        .with_manager(|m, _| m.partition(&tp).is_some())
+}
+
+fn update_metadata(broker_epoch: i64) -> RequestBody {
+    RequestBody::UpdateMetadata(UpdateMetadataRequest {
+        controller_id: 100,
+        controller_epoch: 7,
+        broker_epoch,
+        topic_states: vec![UpdateMetadataTopicState {
+            topic_name: TOPIC.into(),
+            topic_id: Uuid([3; 16]),
+            partition_states: vec![UpdateMetadataPartitionState {
+                topic_name: TOPIC.into(),
+                partition_index: 0,
+                controller_epoch: 7,
+                leader: 1,
+                leader_epoch: 4,
+                isr: vec![1].into_iter().collect(),
+                replicas: vec![1].into_iter().collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        live_brokers: vec![UpdateMetadataBroker {
+            id: 1,
+            endpoints: vec![UpdateMetadataEndpoint {
+                port: 9092,
+                host: "127.0.0.1".into(),
+                listener: "PLAINTEXT".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+fn stop_replica(broker_epoch: i64) -> RequestBody {
+    RequestBody::StopReplica(StopReplicaRequest {
+        controller_id: 100,
+        controller_epoch: 7,
+        broker_epoch,
+        topic_states: vec![StopReplicaTopicState {
+            topic_name: TOPIC.into(),
+            partition_states: vec![StopReplicaPartitionState {
+                partition_index: 0,
+                leader_epoch: 4,
+                delete_partition: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_380_leader_and_isr_from_a_stale_broker_epoch_is_refused_and_not_applied() -> TestResult
+{
+    let tree = MemoryTree::new();
+    let (broker, registered, coord) = registered_broker(&tree).await?;
+    let epoch = registered.broker_epoch().ok_or("registered")?;
+    assert_eq!(broker.apis().broker_epoch(), epoch);
+    let mut c = KafkaConnection::connect(broker.local_addr(), "controller").await?;
+
+    // Older than the registration: refused for every partition, nothing applied (v4 and v5).
+    for version in [4, 5] {
+        let r = c.send(version, &leader_and_isr(7, epoch - 1)).await?;
+        let ResponseBody::LeaderAndIsr(l) = r else {
+            return Err(format!("{r:?}").into());
+        };
+        assert_eq!(l.error_code, STALE_BROKER_EPOCH, "v{version}: {l:?}");
+        let codes: Vec<i16> = l
+            .partition_errors
+            .iter()
+            .map(|p| p.error_code)
+            .chain(
+                l.topics
+                    .iter()
+                    .flat_map(|t| t.partition_errors.iter().map(|p| p.error_code)),
+            )
+            .collect();
+        assert_eq!(codes, vec![STALE_BROKER_EPOCH], "v{version}: {l:?}");
+        assert!(!has_partition(&broker));
+    }
+
+    // -1 (not set, as before KIP-380) is accepted; so is the current epoch.
+    let r = c.send(4, &leader_and_isr(7, -1)).await?;
+    assert!(
+        matches!(&r, ResponseBody::LeaderAndIsr(l) if l.error_code == 0),
+        "{r:?}"
+    );
+    assert!(has_partition(&broker));
+
+    // The session expires and the broker registers again: the old epoch is now stale.
+    tree.expire(coord.session_id());
+    let newer = registered
+        .wait_for_epoch_above(epoch, Duration::from_secs(5))
+        .await
+        .ok_or("re-registered")?;
+    assert!(broker.apis().is_broker_epoch_stale(epoch));
+    assert!(!broker.apis().is_broker_epoch_stale(newer));
+    let r = c.send(4, &leader_and_isr(8, epoch)).await?;
+    assert!(
+        matches!(&r, ResponseBody::LeaderAndIsr(l) if l.error_code == STALE_BROKER_EPOCH),
+        "{r:?}"
+    );
+    broker.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_380_update_metadata_from_a_stale_broker_epoch_is_refused_and_not_applied() -> TestResult
+{
+    let tree = MemoryTree::new();
+    let (broker, registered, _coord) = registered_broker(&tree).await?;
+    let epoch = registered.broker_epoch().ok_or("registered")?;
+    let mut c = KafkaConnection::connect(broker.local_addr(), "controller").await?;
+    let live = |b: &Broker<MemoryLog, ZkIsrWriter>| {
+        b.apis()
+            .driver()
+            .with_manager(|m, _| m.metadata().live_brokers().count())
+    };
+
+    let r = c.send(7, &update_metadata(epoch - 1)).await?;
+    assert!(
+        matches!(&r, ResponseBody::UpdateMetadata(u) if u.error_code == STALE_BROKER_EPOCH),
+        "{r:?}"
+    );
+    assert_eq!(live(&broker), 0, "nothing applied");
+
+    let r = c.send(7, &update_metadata(-1)).await?;
+    assert!(
+        matches!(&r, ResponseBody::UpdateMetadata(u) if u.error_code == 0),
+        "{r:?}"
+    );
+    assert_eq!(live(&broker), 1);
+    let r = c.send(7, &update_metadata(epoch)).await?;
+    assert!(
+        matches!(&r, ResponseBody::UpdateMetadata(u) if u.error_code == 0),
+        "{r:?}"
+    );
+    broker.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_380_stop_replica_from_a_stale_broker_epoch_is_refused_and_not_applied() -> TestResult {
+    let tree = MemoryTree::new();
+    let (broker, registered, _coord) = registered_broker(&tree).await?;
+    let epoch = registered.broker_epoch().ok_or("registered")?;
+    let mut c = KafkaConnection::connect(broker.local_addr(), "controller").await?;
+    let r = c.send(4, &leader_and_isr(7, epoch)).await?;
+    assert!(
+        matches!(&r, ResponseBody::LeaderAndIsr(l) if l.error_code == 0),
+        "{r:?}"
+    );
+    assert!(has_partition(&broker));
+
+    let r = c.send(3, &stop_replica(epoch - 1)).await?;
+    let ResponseBody::StopReplica(s) = r else {
+        return Err(format!("{r:?}").into());
+    };
+    assert_eq!(s.error_code, STALE_BROKER_EPOCH, "{s:?}");
+    assert_eq!(
+        s.partition_errors
+            .iter()
+            .map(|p| (p.partition_index, p.error_code))
+            .collect::<Vec<_>>(),
+        vec![(0, STALE_BROKER_EPOCH)]
+    );
+    assert!(has_partition(&broker), "nothing applied");
+
+    let r = c.send(3, &stop_replica(epoch)).await?;
+    assert!(
+        matches!(&r, ResponseBody::StopReplica(s) if s.error_code == 0),
+        "{r:?}"
+    );
+    assert!(!has_partition(&broker), "deleted");
     broker.shutdown().await;
     Ok(())
 }

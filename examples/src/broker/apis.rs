@@ -8,7 +8,7 @@
 //! Kafka does.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
@@ -18,6 +18,9 @@ use kafka_replication::replica_fetcher::LeaderLink;
 use kafka_replication::replica_manager::{FetchOutcome, ProduceOutcome};
 use kafka_wire::error_code::ErrorCode;
 use kafka_wire::messages::find_coordinator_response::Coordinator;
+use kafka_wire::messages::leader_and_isr_response::{
+    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
+};
 use kafka_wire::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -31,8 +34,11 @@ use kafka_wire::messages::{
     FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, LeaderAndIsrRequest,
     LeaderAndIsrResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
     MetadataResponse, ProduceRequest, ProduceResponse, StopReplicaRequest, StopReplicaResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse,
 };
 use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, Uuid};
+
+use tokio::sync::watch;
 
 use super::node::LeadershipListener;
 use super::replica_driver::{DelayedAnswer, ReplicaDriver};
@@ -50,7 +56,15 @@ pub struct KafkaApis<L, K, W> {
     cluster_id: String,
     next_producer_id: AtomicI64,
     leadership: Option<Arc<dyn LeadershipListener>>,
+    /// KIP-380: the broker epoch of the current registration, -1 while unknown.
+    broker_epoch: AtomicI64,
+    /// Where the registration publishes its epoch (see [`KafkaApis::follow_registration`]).
+    registration: Mutex<Option<watch::Receiver<Option<i64>>>>,
 }
+
+/// The broker epoch a control request carries when its sender does not set one (versions
+/// before KIP-380): never stale.
+pub const UNKNOWN_BROKER_EPOCH: i64 = -1;
 
 impl<L, K, W> KafkaApis<L, K, W>
 where
@@ -68,7 +82,49 @@ where
             // the high bits, a counter in the low ones.
             next_producer_id: AtomicI64::new(i64::from(broker.max(0)) << 32),
             leadership: None,
+            broker_epoch: AtomicI64::new(UNKNOWN_BROKER_EPOCH),
+            registration: Mutex::new(None),
         }
+    }
+
+    /// KIP-380: sets this broker's epoch (the czxid of its `/brokers/ids/<id>`); it only grows.
+    pub fn set_broker_epoch(&self, epoch: i64) {
+        self.broker_epoch.fetch_max(epoch, Ordering::SeqCst);
+    }
+
+    /// KIP-380: follows the broker epoch a registration publishes
+    /// (`glue::RegisteredBroker::subscribe`), across re-registrations after session expiry.
+    /// While unregistered, the last epoch stays in force.
+    pub fn follow_registration(&self, epochs: watch::Receiver<Option<i64>>) {
+        if let Some(epoch) = *epochs.borrow() {
+            self.set_broker_epoch(epoch);
+        }
+        *self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(epochs);
+    }
+
+    /// This broker's current epoch, [`UNKNOWN_BROKER_EPOCH`] before it is known.
+    pub fn broker_epoch(&self) -> i64 {
+        let published = self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|rx| *rx.borrow());
+        if let Some(epoch) = published {
+            self.set_broker_epoch(epoch);
+        }
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    /// KIP-380: a control request carrying a broker epoch older than this broker's current
+    /// one was meant for an earlier registration of this broker id. [`UNKNOWN_BROKER_EPOCH`]
+    /// is never stale, nor is a newer epoch (the controller may learn of a re-registration
+    /// before the broker does).
+    pub fn is_broker_epoch_stale(&self, request_epoch: i64) -> bool {
+        request_epoch != UNKNOWN_BROKER_EPOCH && request_epoch < self.broker_epoch()
     }
 
     /// Tells `listener` (e.g. the ISR writer's controller epochs) every leadership this broker
@@ -82,11 +138,23 @@ where
     /// partition this broker now leads at the request's leader epoch is reported to the
     /// leadership listener with the deciding controller's epoch (K4.1: the ISR writes it makes
     /// as leader carry that epoch), and every partition it follows as no longer led.
+    ///
+    /// KIP-380: a request from a stale broker epoch gets STALE_BROKER_EPOCH for every
+    /// partition and changes nothing.
     pub fn leader_and_isr(
         &self,
         version: i16,
         request: &LeaderAndIsrRequest,
     ) -> LeaderAndIsrResponse {
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "LeaderAndIsr for an earlier registration refused"
+            );
+            return leader_and_isr_error(request, version, ErrorCode::StaleBrokerEpoch);
+        }
         self.driver.with_manager(|m, now| {
             let response = m.become_leader_or_follower(now, request, version);
             let Some(listener) = &self.leadership else {
@@ -422,8 +490,27 @@ where
         response
     }
 
+    /// UpdateMetadata (K5.1) from the controller into the metadata cache. KIP-380: from a
+    /// stale broker epoch it gets STALE_BROKER_EPOCH and changes nothing.
+    pub fn update_metadata(&self, request: &UpdateMetadataRequest) -> UpdateMetadataResponse {
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "UpdateMetadata for an earlier registration refused"
+            );
+            return UpdateMetadataResponse {
+                error_code: ErrorCode::StaleBrokerEpoch.code(),
+                ..Default::default()
+            };
+        }
+        self.driver.with_manager(|m, _| m.update_metadata(request))
+    }
+
     /// StopReplica (K2.1) from the controller, all request versions: stops fetching and, when
-    /// asked, drops the partition (its log is dropped with it).
+    /// asked, drops the partition (its log is dropped with it). KIP-380: from a stale broker
+    /// epoch it gets STALE_BROKER_EPOCH for every partition and changes nothing.
     pub fn stop_replica(&self, request: &StopReplicaRequest) -> StopReplicaResponse {
         // (topic, partition, leader epoch, delete)
         let mut partitions: Vec<(String, i32, i32, bool)> = Vec::new();
@@ -449,6 +536,28 @@ where
                     p.delete_partition,
                 ));
             }
+        }
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "StopReplica for an earlier registration refused"
+            );
+            let code = ErrorCode::StaleBrokerEpoch.code();
+            return StopReplicaResponse {
+                error_code: code,
+                partition_errors: partitions
+                    .into_iter()
+                    .map(|(topic, partition, _, _)| StopReplicaPartitionError {
+                        topic_name: topic.into(),
+                        partition_index: partition,
+                        error_code: code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
         }
         self.driver.with_manager(|m, _| {
             if request.controller_epoch < m.controller_epoch() {
@@ -479,6 +588,56 @@ where
             response
         })
     }
+}
+
+/// A LeaderAndIsr response giving `code` to the request and to each of its partitions, in the
+/// layout of `version` (v5+: grouped by topic id).
+fn leader_and_isr_error(
+    request: &LeaderAndIsrRequest,
+    version: i16,
+    code: ErrorCode,
+) -> LeaderAndIsrResponse {
+    let code = code.code();
+    let mut response = LeaderAndIsrResponse {
+        error_code: code,
+        ..Default::default()
+    };
+    let error = |partition_index, topic_name: &str| LeaderAndIsrPartitionError {
+        topic_name: topic_name.into(),
+        partition_index,
+        error_code: code,
+        ..Default::default()
+    };
+    if version >= 5 {
+        response.topics = request
+            .topic_states
+            .iter()
+            .map(|t| LeaderAndIsrTopicError {
+                topic_id: t.topic_id,
+                partition_errors: t
+                    .partition_states
+                    .iter()
+                    .map(|p| error(p.partition_index, ""))
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+    } else {
+        let grouped = request.topic_states.iter().flat_map(|t| {
+            t.partition_states
+                .iter()
+                .map(move |p| (t.topic_name.as_ref(), p.partition_index))
+        });
+        let ungrouped = request
+            .ungrouped_partition_states
+            .iter()
+            .map(|p| (p.topic_name.as_ref(), p.partition_index));
+        response.partition_errors = ungrouped
+            .chain(grouped)
+            .map(|(topic, partition)| error(partition, topic))
+            .collect();
+    }
+    response
 }
 
 /// A produce response giving `code` to every partition of `request`.
@@ -549,7 +708,7 @@ where
                 ResponseBody::LeaderAndIsr(self.leader_and_isr(version, &r))
             }
             RequestBody::UpdateMetadata(r) => {
-                ResponseBody::UpdateMetadata(self.driver.with_manager(|m, _| m.update_metadata(&r)))
+                ResponseBody::UpdateMetadata(self.update_metadata(&r))
             }
             RequestBody::StopReplica(r) => ResponseBody::StopReplica(self.stop_replica(&r)),
             RequestBody::ControlledShutdown(_) => {
