@@ -43,7 +43,7 @@ use crate::broker::{
 };
 use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
-    ZkIsrWriter,
+    ZkIsrWriter, ZkProducerIdManager,
 };
 use crate::server::ServerError;
 
@@ -284,6 +284,10 @@ impl Cluster {
         .await?;
         // KIP-380: control requests meant for an earlier registration are refused.
         broker.apis().follow_registration(registered.subscribe());
+        // Producer ids in blocks from /latest_producer_id_block, unique across restarts.
+        broker
+            .apis()
+            .use_producer_ids(Arc::new(ZkProducerIdManager::new(session.clone(), id)));
         let channel = Arc::new(ObservedChannel::new(
             TcpBrokerChannel::new(id, "PLAINTEXT", Duration::from_secs(2)),
             self.recorder.clone(),

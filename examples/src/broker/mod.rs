@@ -52,8 +52,11 @@
 
 mod apis;
 mod channel_tcp;
+mod idempotence;
 mod leader_link_tcp;
 mod node;
+mod producer_ids;
+pub mod producer_state;
 mod replica_driver;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -63,4 +66,5 @@ pub use leader_link_tcp::{
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
 pub use node::{Broker, BrokerConfig, BrokerIsrWriter, LeadershipListener};
+pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
 pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};
