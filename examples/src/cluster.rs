@@ -13,6 +13,8 @@
 //! [`DemoConfig::on_step`] runs between steps, for an embedder to disturb the coordination
 //! service (e.g. kill the leader of a replicated store) while the demo goes on.
 
+mod config;
+mod narration;
 mod observe;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -20,13 +22,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use kafka_controller::admin::{self, AdminError};
+use kafka_controller::admin;
 use kafka_controller::assignment::AssignmentStart;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::conformance::{ConformanceHarness, MemoryHarness};
-use kafka_controller::coordination::{Coordination, CoordinationError};
-use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, KafkaZkError};
+use kafka_controller::coordination::conformance::ConformanceHarness;
+use kafka_controller::coordination::Coordination;
+use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -36,6 +37,8 @@ use kafka_wire::messages::{FetchRequest, MetadataRequest, ProduceRequest};
 use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
 use kafka_wire::{RequestBody, ResponseBody};
 
+pub use config::{DemoConfig, DemoError, DemoReport, DemoStep, StepHook};
+use narration::{K7Narration, Timeline};
 pub use observe::{Observed, ObservedChannel, ObservedCoordination, Recorder};
 
 use crate::broker::{
@@ -45,7 +48,6 @@ use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
     ZkIsrWriter, ZkProducerIdManager,
 };
-use crate::server::ServerError;
 
 /// The topic the demo creates.
 pub const TOPIC: &str = "demo";
@@ -73,150 +75,6 @@ async fn send(
     tokio::time::timeout(timeout, c.send(version, body))
         .await
         .unwrap_or(Err(LinkError::Timeout))
-}
-
-/// Why the demo could not run to its verdict.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// A broker's server did not start.
-    #[error("broker start: {0}")]
-    Server(#[from] ServerError),
-    /// A store operation of a broker failed.
-    #[error("store: {0}")]
-    Store(#[from] KafkaZkError),
-    /// The coordination service refused a new session or an expiry.
-    #[error("coordination service: {0}")]
-    Coordination(#[from] CoordinationError),
-    /// An admin operation failed.
-    #[error("admin: {0}")]
-    Admin(#[from] AdminError),
-    /// A step did not complete in time.
-    #[error("timed out waiting for: {0}")]
-    Timeout(String),
-}
-
-/// A step of the demo, as passed to [`DemoConfig::on_step`] once it is complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DemoStep {
-    /// Brokers 1–3 listen and are registered.
-    BrokersStarted,
-    /// The first controller is active.
-    ControllerElected,
-    /// The topic exists and every partition has a leader and a full ISR.
-    TopicOnline,
-    /// A produce round (1, 2 or 3) is over.
-    Produced {
-        /// The round.
-        round: u8,
-    },
-    /// A partition leader was killed and every partition has a live leader again.
-    LeaderFailedOver {
-        /// The killed broker.
-        killed: i32,
-    },
-    /// The controller was killed and a new one with a higher epoch is active.
-    ControllerFailedOver {
-        /// The killed broker.
-        killed: i32,
-    },
-    /// The dead brokers are back and every ISR is full again.
-    IsrRestored,
-    /// Broker 4 listens and is registered.
-    FourthBrokerStarted,
-    /// The K7 reassignment of partition 0 is complete.
-    Reassigned,
-    /// Every partition was read back.
-    ReadBack,
-    /// The topic is deleted from the store.
-    TopicDeleted,
-}
-
-impl std::fmt::Display for DemoStep {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
-    }
-}
-
-/// What runs between steps: awaited before the next step starts.
-pub type StepHook = Arc<dyn Fn(DemoStep) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// Settings of the demo.
-#[derive(Clone)]
-pub struct DemoConfig {
-    /// Records produced to each partition in each produce round.
-    pub records_per_partition: usize,
-    /// How long any one step may take.
-    pub step_timeout: Duration,
-    /// The coordination service: every broker, controller and admin client gets its own
-    /// session from [`ConformanceHarness::connect`]; a killed broker's session is ended with
-    /// [`ConformanceHarness::expire`]. Default: a new in-memory store ([`MemoryHarness`]).
-    pub harness: Arc<dyn ConformanceHarness>,
-    /// Awaited after each step, before the next one starts (`None`: nothing).
-    pub on_step: Option<StepHook>,
-}
-
-impl DemoConfig {
-    /// The default settings on `harness`.
-    pub fn on(harness: Arc<dyn ConformanceHarness>) -> Self {
-        DemoConfig {
-            harness,
-            ..DemoConfig::default()
-        }
-    }
-
-    /// Sets [`on_step`](Self::on_step) from an async closure.
-    pub fn with_step_hook<F, Fut>(mut self, hook: F) -> Self
-    where
-        F: Fn(DemoStep) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
-    {
-        self.on_step = Some(Arc::new(move |step| Box::pin(hook(step))));
-        self
-    }
-}
-
-impl std::fmt::Debug for DemoConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DemoConfig")
-            .field("records_per_partition", &self.records_per_partition)
-            .field("step_timeout", &self.step_timeout)
-            .field("on_step", &self.on_step.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for DemoConfig {
-    fn default() -> Self {
-        DemoConfig {
-            records_per_partition: 100,
-            step_timeout: Duration::from_secs(20),
-            harness: Arc::new(MemoryHarness::new()),
-            on_step: None,
-        }
-    }
-}
-
-/// What the demo found.
-#[derive(Debug, Clone, Default)]
-pub struct DemoReport {
-    /// Records the cluster acknowledged (acks=all).
-    pub acknowledged: usize,
-    /// Acknowledged records found when reading back.
-    pub read_back: usize,
-    /// Acknowledged records missing when reading back.
-    pub lost: usize,
-    /// The controller epochs seen, in order.
-    pub controller_epochs: Vec<i32>,
-    /// True once the topic was deleted at the end (after the read-back).
-    pub topic_deleted: bool,
-}
-
-impl DemoReport {
-    /// True if nothing acknowledged was lost and something was acknowledged.
-    pub fn passed(&self) -> bool {
-        self.acknowledged > 0 && self.lost == 0
-    }
 }
 
 type DemoBroker = Broker<MemoryLog, ZkIsrWriter>;
@@ -542,48 +400,6 @@ impl Cluster {
     }
 }
 
-/// The demo's narration: each line carries the time since the start and, for a step, how
-/// long the step took.
-struct Timeline<F> {
-    t0: Instant,
-    step_start: Instant,
-    say: F,
-}
-
-impl<F: FnMut(&str)> Timeline<F> {
-    fn new(say: F) -> Self {
-        let now = Instant::now();
-        Timeline {
-            t0: now,
-            step_start: now,
-            say,
-        }
-    }
-
-    /// A finished step: prints it with its duration and starts timing the next one.
-    fn step(&mut self, text: String) {
-        let took = self.step_start.elapsed().as_secs_f64();
-        (self.say)(&format!(
-            "[{:>7.3}s] {text} (took {took:.3}s)",
-            self.t0.elapsed().as_secs_f64()
-        ));
-        self.step_start = Instant::now();
-    }
-
-    /// A detail within the current step.
-    fn detail(&mut self, text: String) {
-        (self.say)(&format!(
-            "[{:>7.3}s]   {text}",
-            self.t0.elapsed().as_secs_f64()
-        ));
-    }
-
-    /// Restarts the timing of the current step (after a hook ran).
-    fn restart(&mut self) {
-        self.step_start = Instant::now();
-    }
-}
-
 /// Runs the demo, narrating each step through `say`, and returns what it found.
 pub async fn run(config: DemoConfig, say: impl FnMut(&str)) -> Result<DemoReport, DemoError> {
     let mut line = Timeline::new(say);
@@ -794,89 +610,6 @@ async fn flow<F: FnMut(&str)>(
     line.step(format!("topic {TOPIC} deleted from the store"));
     after(&hook, DemoStep::TopicDeleted, line).await;
     Ok(report)
-}
-
-/// Names the K7 steps (SPEC numbering) of a partition moving from `oar` led by `old_leader` to
-/// `rar`, from the writes and requests observed in order.
-struct K7Narration<'a> {
-    oar: &'a [i32],
-    rar: &'a [i32],
-    old_leader: i32,
-    /// The last partition state seen: (leader, leader epoch, ISR).
-    last: Option<(i32, i32, Vec<i32>)>,
-}
-
-impl K7Narration<'_> {
-    fn leaving(&self, b: &i32) -> bool {
-        self.oar.contains(b) && !self.rar.contains(b)
-    }
-
-    fn describe(&mut self, event: &Observed) -> String {
-        match event {
-            Observed::Assignment {
-                replicas,
-                adding,
-                removing,
-            } if !adding.is_empty() || !removing.is_empty() => format!(
-                "K7.1  store: AR = OAR+RAR = {replicas:?} (adding {adding:?}, removing {removing:?})"
-            ),
-            Observed::Assignment { replicas, .. } => {
-                format!("K7.10 store: AR = RAR = {replicas:?}")
-            }
-            Observed::LeaderAndIsr {
-                broker,
-                leader,
-                leader_epoch,
-                isr,
-            } => {
-                let n = if isr.iter().any(|b| self.leaving(b)) {
-                    if *leader == self.old_leader {
-                        "K7.2  LeaderAndIsr (new epoch)"
-                    } else {
-                        "K7.7  LeaderAndIsr (new leader)"
-                    }
-                } else {
-                    "K7.8  LeaderAndIsr (OAR-RAR out of the ISR)"
-                };
-                format!("{n} to broker {broker}: leader {leader}, epoch {leader_epoch}, isr {isr:?}")
-            }
-            Observed::State {
-                leader,
-                leader_epoch,
-                isr,
-            } => {
-                let (last_leader, last_epoch, last_isr) = self
-                    .last
-                    .replace((*leader, *leader_epoch, isr.clone()))
-                    .unwrap_or((self.old_leader, -1, Vec::new()));
-                let n = if *leader != last_leader {
-                    "K7.7  store: new leader from RAR"
-                } else if isr.len() < last_isr.len() && !isr.iter().any(|b| self.leaving(b)) {
-                    "K7.8  store: OAR-RAR out of the ISR"
-                } else if *leader_epoch != last_epoch && isr == &last_isr {
-                    "K7.2  store: leader epoch bumped"
-                } else if self.rar.iter().all(|b| isr.contains(b)) {
-                    "K7.4  store: every RAR replica in the ISR"
-                } else if *leader_epoch != last_epoch {
-                    "K7.2  store: leader epoch bumped"
-                } else {
-                    "K7.4  store: ISR grows"
-                };
-                format!("{n}: leader {leader}, epoch {leader_epoch}, isr {isr:?}")
-            }
-            Observed::StopReplica {
-                broker,
-                delete: false,
-            } => format!("K7.8  StopReplica to broker {broker} (OfflineReplica)"),
-            Observed::StopReplica {
-                broker,
-                delete: true,
-            } => format!("K7.9  StopReplica to broker {broker} with delete (NonExistentReplica)"),
-            Observed::RequestDeleted => {
-                "K7.11 store: /admin/reassign_partitions deleted".to_owned()
-            }
-        }
-    }
 }
 
 /// K7: requests the reassignment of partition 0 to `target` and narrates every write the

@@ -59,7 +59,7 @@ mod producer_ids;
 pub mod producer_state;
 mod replica_driver;
 
-pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
 pub use channel_tcp::TcpBrokerChannel;
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,

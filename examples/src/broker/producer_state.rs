@@ -274,3 +274,94 @@ impl ProducerStateTable {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(epoch: i16, first_seq: i32, n: i32) -> ProducerBatch {
+        let last = i64::from(first_seq) + i64::from(n) - 1;
+        ProducerBatch {
+            producer_id: 7,
+            producer_epoch: epoch,
+            first_seq,
+            last_seq: if last > i64::from(i32::MAX) {
+                (last - i64::from(i32::MAX) - 1) as i32
+            } else {
+                last as i32
+            },
+            last_offset_delta: n - 1,
+        }
+    }
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0)
+    }
+
+    #[test]
+    fn sequence_wraps_to_zero_after_i32_max() {
+        let mut table = ProducerStateTable::new();
+        let last = batch(0, i32::MAX - 1, 2);
+        assert_eq!(table.check(&tp(), &[last]), Verdict::Append);
+        table.record(&tp(), &[last], 10);
+        assert_eq!(table.check(&tp(), &[batch(0, 0, 1)]), Verdict::Append);
+        assert!(matches!(
+            table.check(&tp(), &[batch(0, 1, 1)]),
+            Verdict::Refuse(ProducerStateError::OutOfOrderSequence { .. })
+        ));
+    }
+
+    #[test]
+    fn batches_of_one_request_are_checked_in_order_and_recorded_at_their_offsets() {
+        let mut table = ProducerStateTable::new();
+        let two = [batch(0, 0, 2), batch(0, 2, 3)];
+        assert_eq!(table.check(&tp(), &two), Verdict::Append);
+        table.record(&tp(), &two, 100);
+        // A gap between the batches of one request is refused as a whole.
+        assert!(matches!(
+            table.check(&tp(), &[batch(0, 5, 2), batch(0, 8, 1)]),
+            Verdict::Refuse(ProducerStateError::OutOfOrderSequence { first_seq: 8, .. })
+        ));
+        assert_eq!(
+            table.check(&tp(), &[batch(0, 5, 2), batch(0, 7, 1)]),
+            Verdict::Append
+        );
+        assert_eq!(
+            table.batches(&tp(), 7),
+            vec![
+                BatchMetadata {
+                    first_seq: 0,
+                    last_seq: 1,
+                    first_offset: 100,
+                    last_offset: 101
+                },
+                BatchMetadata {
+                    first_seq: 2,
+                    last_seq: 4,
+                    first_offset: 102,
+                    last_offset: 104
+                },
+            ]
+        );
+        assert_eq!(
+            table.check(&tp(), &[batch(0, 2, 3)]),
+            Verdict::Duplicate(table.batches(&tp(), 7)[1])
+        );
+    }
+
+    #[test]
+    fn batches_without_a_producer_id_are_not_checked() {
+        let mut table = ProducerStateTable::new();
+        let plain = ProducerBatch {
+            producer_id: NO_PRODUCER_ID,
+            producer_epoch: NO_PRODUCER_EPOCH,
+            first_seq: NO_SEQUENCE,
+            last_seq: NO_SEQUENCE,
+            last_offset_delta: 4,
+        };
+        assert_eq!(table.check(&tp(), &[plain, plain]), Verdict::Append);
+        table.record(&tp(), &[plain, batch(0, 0, 1)], 0);
+        // The idempotent batch came after five plain records.
+        assert_eq!(table.batches(&tp(), 7)[0].first_offset, 5);
+    }
+}
