@@ -1,7 +1,7 @@
 //! Idempotent producers on the reference broker (Kafka 2.8 `ProducerStateManager` semantics):
 //! unique producer ids from `/latest_producer_id_block`, retried batches answered with their
 //! original offsets and never appended twice, sequence gaps and fenced epochs refused, five
-//! batches remembered per producer.
+//! batches remembered per producer, the state rebuilt from the log on leading again.
 
 mod broker_common;
 
@@ -161,11 +161,12 @@ async fn idempotent_producer_state_keeps_the_last_five_batches() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idempotent_producer_state_is_dropped_when_the_broker_stops_leading() {
+async fn idempotent_producer_state_is_rebuilt_from_the_log_when_the_broker_leads_again() {
     let (_broker, mut c) = leader().await;
-    assert_eq!(send_produce(&mut c, &produce(1, 0, 0, 1)).await, (0, 0));
-    // Follower at epoch 1 (of broker 2), then leader again at epoch 2: the producer is new
-    // here, so any sequence is accepted (as Kafka does for a producer it has no state for).
+    assert_eq!(send_produce(&mut c, &produce(1, 0, 0, 2)).await, (0, 0));
+    assert_eq!(send_produce(&mut c, &produce(1, 0, 2, 1)).await, (0, 2));
+    // Follower at epoch 1 (of broker 2): the state goes. Leader again at epoch 2: it comes
+    // back from the log.
     for (leader, epoch) in [(2, 1), (1, 2)] {
         let r = c
             .send(4, &leader_and_isr(leader, epoch, &[1, 2]))
@@ -176,8 +177,11 @@ async fn idempotent_producer_state_is_dropped_when_the_broker_stops_leading() {
             "{r:?}"
         );
     }
+    assert_eq!(send_produce(&mut c, &produce(1, 0, 0, 2)).await, (0, 0));
     let (code, _) = send_produce(&mut c, &produce(1, 0, 7, 1)).await;
-    assert_eq!(code, 0);
+    assert_eq!(code, OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(log_end(&mut c).await, 3);
+    assert_eq!(send_produce(&mut c, &produce(1, 0, 3, 1)).await, (0, 3));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -139,6 +139,40 @@ pub(crate) fn record_appends<L: LogStorage>(
     }
 }
 
+/// Batches read at a time while rebuilding.
+const REBUILD_READ_BYTES: usize = 1 << 20;
+
+/// Rebuilds `tp`'s producer state from the batch headers in `log` (a broker that becomes
+/// leader: the batches it replicated as a follower were appended by another leader). Stops at
+/// the first read or parse error, keeping what was read.
+pub(crate) fn rebuild<L: LogStorage>(log: &L, tp: &TopicPartition, table: &mut ProducerStateTable) {
+    let end = log.log_end_offset();
+    let mut offset = log.log_start_offset();
+    while offset < end {
+        let Ok(bytes) = log.read(offset, REBUILD_READ_BYTES, end, true) else {
+            break;
+        };
+        let before = offset;
+        for batch in RecordBatches::new(bytes) {
+            let Ok(batch) = batch else { break };
+            if batch.producer_id() != NO_PRODUCER_ID && !batch.is_control() {
+                let b = ProducerBatch {
+                    producer_id: batch.producer_id(),
+                    producer_epoch: batch.producer_epoch(),
+                    first_seq: batch.base_sequence(),
+                    last_seq: batch.last_sequence(),
+                    last_offset_delta: batch.last_offset_delta(),
+                };
+                table.record(tp, &[b], batch.base_offset());
+            }
+            offset = offset.max(batch.next_offset());
+        }
+        if offset == before {
+            break;
+        }
+    }
+}
+
 /// Adds the early answers to `response`.
 pub(crate) fn merge(response: &mut ProduceResponse, early: Vec<EarlyAnswer>) {
     for e in early {

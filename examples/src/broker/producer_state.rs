@@ -12,9 +12,9 @@
 //! - the same epoch must continue the last sequence (`last + 1`, or 0 after `i32::MAX`),
 //!   unless the producer is unknown here: `OUT_OF_ORDER_SEQUENCE_NUMBER` otherwise.
 //!
-//! The state lives on the leader only and is dropped when the broker stops leading the
-//! partition; a new leader starts empty and, as Kafka does for a producer it has no state for,
-//! accepts any sequence (it does not rebuild the state from its log).
+//! The state lives on the leader: it is dropped when the broker stops leading the partition and
+//! rebuilt from the log's batch headers when it leads it again (as Kafka rebuilds it from the
+//! log, without its snapshots). A producer with no state here may start at any sequence.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -258,6 +258,11 @@ impl ProducerStateTable {
                     },
                 );
         }
+    }
+
+    /// Whether any producer state is kept for `tp`.
+    pub fn knows(&self, tp: &TopicPartition) -> bool {
+        self.partitions.contains_key(tp)
     }
 
     /// Forgets `tp` (this broker no longer leads it).

@@ -20,7 +20,7 @@ use kafka_wire::messages::{
 };
 use tokio::sync::watch;
 
-use super::{KafkaApis, UNKNOWN_BROKER_EPOCH};
+use super::{idempotence, KafkaApis, UNKNOWN_BROKER_EPOCH};
 
 impl<L, K, W> KafkaApis<L, K, W>
 where
@@ -105,6 +105,9 @@ where
                 let tp = TopicPartition::new(topic, p.partition_index);
                 match m.partition(&tp) {
                     Some(part) if part.is_leader() && part.leader_epoch() == p.leader_epoch => {
+                        if !producers.knows(&tp) {
+                            idempotence::rebuild(part.log(), &tp, &mut producers);
+                        }
                         if let Some(listener) = &self.leadership {
                             listener.leading(&tp, p.controller_epoch);
                         }
