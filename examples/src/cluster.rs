@@ -1,21 +1,33 @@
 //! The `cluster` demo's flow as a library function: three brokers in one process on loopback
-//! TCP over one in-memory coordination store, each with its registration, its ISR writer and
-//! a campaigning controller reaching the brokers through [`TcpBrokerChannel`]. The flow
-//! elects a controller, creates a topic, produces with acks=all, kills a partition leader,
-//! kills the controller, restarts the dead brokers, moves a partition onto a fourth broker
-//! (K7), reads every acknowledged record back, and deletes the topic (K2).
+//! TCP over one coordination service — any backend behind a [`ConformanceHarness`] (the
+//! in-memory store by default, real ZooKeeper with
+//! [`ZooKeeperHarness`](crate::zookeeper_backend::ZooKeeperHarness)) — each with its
+//! registration, its ISR writer and a campaigning controller reaching the brokers through
+//! [`TcpBrokerChannel`]. The flow elects a controller, creates a topic, produces with
+//! acks=all, kills a partition leader, kills the controller, restarts the dead brokers, moves a
+//! partition onto a fourth broker started for it (K7, every step narrated), reads every
+//! acknowledged record back, and deletes the topic (K2).
+//!
+//! A broker is killed as a crash would kill it: its server, controller and tasks stop, then
+//! the harness ends its session, so its ephemeral nodes vanish as after a session timeout.
+//! [`DemoConfig::on_step`] runs between steps, for an embedder to disturb the coordination
+//! service (e.g. kill the leader of a replicated store) while the demo goes on.
+
+mod config;
+mod narration;
+mod observe;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use kafka_controller::admin::{self, AdminError};
+use kafka_controller::admin;
 use kafka_controller::assignment::AssignmentStart;
-use kafka_controller::context::TopicPartition;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::{Coordination, MemoryTree};
-use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, KafkaZkError};
+use kafka_controller::coordination::conformance::ConformanceHarness;
+use kafka_controller::coordination::Coordination;
+use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -25,14 +37,17 @@ use kafka_wire::messages::{FetchRequest, MetadataRequest, ProduceRequest};
 use kafka_wire::records::{RecordBatchBuilder, RecordBatches};
 use kafka_wire::{RequestBody, ResponseBody};
 
+pub use config::{DemoConfig, DemoError, DemoReport, DemoStep, StepHook};
+use narration::{K7Narration, Timeline};
+pub use observe::{Observed, ObservedChannel, ObservedCoordination, Recorder};
+
 use crate::broker::{
     AddressBook, Broker, BrokerConfig, KafkaConnection, LinkError, TcpBrokerChannel,
 };
 use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
-    ZkIsrWriter,
+    ZkIsrWriter, ZkProducerIdManager,
 };
-use crate::server::ServerError;
 
 /// The topic the demo creates.
 pub const TOPIC: &str = "demo";
@@ -62,75 +77,19 @@ async fn send(
         .unwrap_or(Err(LinkError::Timeout))
 }
 
-/// Why the demo could not run to its verdict.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// A broker's server did not start.
-    #[error("broker start: {0}")]
-    Server(#[from] ServerError),
-    /// A store operation of a broker failed.
-    #[error("store: {0}")]
-    Store(#[from] KafkaZkError),
-    /// An admin operation failed.
-    #[error("admin: {0}")]
-    Admin(#[from] AdminError),
-    /// A step did not complete in time.
-    #[error("timed out waiting for: {0}")]
-    Timeout(String),
-}
-
-/// Settings of the demo.
-#[derive(Debug, Clone, Copy)]
-pub struct DemoConfig {
-    /// Records produced to each partition in each produce round.
-    pub records_per_partition: usize,
-    /// How long any one step may take.
-    pub step_timeout: Duration,
-}
-
-impl Default for DemoConfig {
-    fn default() -> Self {
-        DemoConfig {
-            records_per_partition: 100,
-            step_timeout: Duration::from_secs(20),
-        }
-    }
-}
-
-/// What the demo found.
-#[derive(Debug, Clone, Default)]
-pub struct DemoReport {
-    /// Records the cluster acknowledged (acks=all).
-    pub acknowledged: usize,
-    /// Acknowledged records found when reading back.
-    pub read_back: usize,
-    /// Acknowledged records missing when reading back.
-    pub lost: usize,
-    /// The controller epochs seen, in order.
-    pub controller_epochs: Vec<i32>,
-    /// True once the topic was deleted at the end (after the read-back).
-    pub topic_deleted: bool,
-}
-
-impl DemoReport {
-    /// True if nothing acknowledged was lost and something was acknowledged.
-    pub fn passed(&self) -> bool {
-        self.acknowledged > 0 && self.lost == 0
-    }
-}
-
 type DemoBroker = Broker<MemoryLog, ZkIsrWriter>;
 
 struct Node {
     broker: DemoBroker,
     controller: ControllerHandle,
     session: Arc<dyn Coordination>,
-    _registered: RegisteredBroker,
+    registered: RegisteredBroker,
     propagator: IsrChangePropagator,
 }
 
 struct Cluster {
-    tree: MemoryTree,
+    harness: Arc<dyn ConformanceHarness>,
+    recorder: Recorder,
     addresses: Arc<Mutex<HashMap<i32, SocketAddr>>>,
     nodes: BTreeMap<i32, Node>,
     partition: PartitionConfig,
@@ -138,7 +97,10 @@ struct Cluster {
 
 impl Cluster {
     async fn start_node(&mut self, id: i32) -> Result<(), DemoError> {
-        let session: Arc<dyn Coordination> = Arc::new(self.tree.connect());
+        let session: Arc<dyn Coordination> = Arc::new(ObservedCoordination::new(
+            self.harness.connect().await?,
+            self.recorder.clone(),
+        ));
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());
         let isr_writer = ZkIsrWriter::new(session.clone(), changes.clone());
         let book = self.addresses.clone();
@@ -178,10 +140,15 @@ impl Cluster {
         )
         .start()
         .await?;
-        let channel = Arc::new(TcpBrokerChannel::new(
-            id,
-            "PLAINTEXT",
-            Duration::from_secs(2),
+        // KIP-380: control requests meant for an earlier registration are refused.
+        broker.apis().follow_registration(registered.subscribe());
+        // Producer ids in blocks from /latest_producer_id_block, unique across restarts.
+        broker
+            .apis()
+            .use_producer_ids(Arc::new(ZkProducerIdManager::new(session.clone(), id)));
+        let channel = Arc::new(ObservedChannel::new(
+            TcpBrokerChannel::new(id, "PLAINTEXT", Duration::from_secs(2)),
+            self.recorder.clone(),
         ));
         let mut cc = ControllerConfig::new(id);
         // No preferred-leader moves of its own: the timeline shows only what the demo does.
@@ -193,21 +160,26 @@ impl Cluster {
                 broker,
                 controller,
                 session,
-                _registered: registered,
+                registered,
                 propagator,
             },
         );
         Ok(())
     }
 
-    /// Kills broker `id` as a crash would: its session expires, its server and controller stop.
-    async fn kill(&mut self, id: i32) {
-        if let Some(node) = self.nodes.remove(&id) {
-            self.tree.expire(node.session.session_id());
-            node.controller.shutdown();
-            node.propagator.stop();
-            node.broker.shutdown().await;
-        }
+    /// Kills broker `id` as a crash would: its server, controller and tasks stop, then its
+    /// session ends (as when it times out), removing its registration and, if it was the
+    /// controller, `/controller`.
+    async fn kill(&mut self, id: i32) -> Result<(), DemoError> {
+        let Some(node) = self.nodes.remove(&id) else {
+            return Ok(());
+        };
+        node.controller.shutdown();
+        node.propagator.stop();
+        drop(node.registered);
+        node.broker.shutdown().await;
+        self.harness.expire(node.session.session_id()).await?;
+        Ok(())
     }
 
     fn active_controller(&self) -> Option<(i32, i32)> {
@@ -429,12 +401,12 @@ impl Cluster {
 }
 
 /// Runs the demo, narrating each step through `say`, and returns what it found.
-pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoReport, DemoError> {
-    let t0 = Instant::now();
-    let mut line = |s: String| say(&format!("[{:>7.3}s] {s}", t0.elapsed().as_secs_f64()));
-    let step = config.step_timeout;
+pub async fn run(config: DemoConfig, say: impl FnMut(&str)) -> Result<DemoReport, DemoError> {
+    let mut line = Timeline::new(say);
+    let hook = config.on_step.clone();
     let mut cluster = Cluster {
-        tree: MemoryTree::new(),
+        harness: config.harness.clone(),
+        recorder: Recorder::new(),
         addresses: Arc::new(Mutex::new(HashMap::new())),
         nodes: BTreeMap::new(),
         partition: PartitionConfig {
@@ -442,52 +414,77 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
             ..PartitionConfig::default()
         },
     };
+    let result = flow(&mut cluster, &config, &mut line, hook).await;
+    cluster.shutdown().await;
+    result
+}
+
+/// Runs `hook` for `done`, if any, without counting it in the next step's time.
+async fn after<F: FnMut(&str)>(hook: &Option<StepHook>, done: DemoStep, line: &mut Timeline<F>) {
+    if let Some(hook) = hook {
+        hook(done).await;
+        line.restart();
+    }
+}
+
+async fn flow<F: FnMut(&str)>(
+    cluster: &mut Cluster,
+    config: &DemoConfig,
+    line: &mut Timeline<F>,
+    hook: Option<StepHook>,
+) -> Result<DemoReport, DemoError> {
+    let step = config.step_timeout;
     let mut report = DemoReport::default();
     for id in 1..=3 {
         cluster.start_node(id).await?;
         let addr = cluster.addr(id).map(|a| a.to_string()).unwrap_or_default();
-        line(format!("broker {id} listening on {addr}, registered"));
+        line.step(format!("broker {id} listening on {addr}, registered"));
     }
+    after(&hook, DemoStep::BrokersStarted, line).await;
 
     let (controller, epoch) = cluster.wait_controller(None, step).await?;
     report.controller_epochs.push(epoch);
-    line(format!(
+    line.step(format!(
         "controller elected: broker {controller}, epoch {epoch}"
     ));
+    after(&hook, DemoStep::ControllerElected, line).await;
 
-    let admin_session = cluster.tree.connect();
+    let admin_session = cluster.harness.connect().await?;
     let assignment = admin::create_topic(
-        &admin_session,
+        admin_session.as_ref(),
         TOPIC,
         PARTITIONS,
         REPLICATION_FACTOR,
         AssignmentStart::fixed(0),
     )
     .await?;
-    line(format!("topic {TOPIC} created: assignment {assignment:?}"));
+    line.step(format!("topic {TOPIC} created: assignment {assignment:?}"));
     let meta = cluster
         .wait_metadata("leaders and full ISRs", step, |m| {
             m.values().all(|(_, _, isr)| isr.len() == 3)
         })
         .await?;
-    line(format!("partitions online (leader, epoch, isr): {meta:?}"));
+    line.step(format!("partitions online (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::TopicOnline, line).await;
 
     let n = config.records_per_partition;
     let mut acked = cluster.produce_round(1, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all: {} of {} acknowledged",
         acked.len(),
         n * PARTITIONS as usize
     ));
+    after(&hook, DemoStep::Produced { round: 1 }, line).await;
 
     // Kill a partition leader that is not the controller, so the two failovers are apart.
+    let (controller, _) = cluster.wait_controller(None, step).await?;
     let (victim_partition, victim) = meta
         .iter()
         .map(|(p, (l, _, _))| (*p, *l))
         .find(|(_, l)| *l != controller)
         .unwrap_or((0, controller));
-    cluster.kill(victim).await;
-    line(format!(
+    cluster.kill(victim).await?;
+    line.step(format!(
         "killed broker {victim}, leader of partition {victim_partition}"
     ));
     let meta = cluster
@@ -496,49 +493,72 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
                 .all(|(l, _, isr)| *l != victim && !isr.contains(&victim))
         })
         .await?;
-    line(format!("new leaders (leader, epoch, isr): {meta:?}"));
+    line.step(format!("new leaders (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::LeaderFailedOver { killed: victim }, line).await;
     let more = cluster.produce_round(2, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all on two brokers: {} acknowledged",
         more.len()
     ));
     acked.extend(more);
+    after(&hook, DemoStep::Produced { round: 2 }, line).await;
 
     // Kill the active controller.
     let (old_controller, old_epoch) = cluster.wait_controller(None, step).await?;
-    cluster.kill(old_controller).await;
-    line(format!(
+    cluster.kill(old_controller).await?;
+    line.step(format!(
         "killed broker {old_controller}, the controller (epoch {old_epoch})"
     ));
     let (controller, epoch) = cluster.wait_controller(Some(old_epoch), step).await?;
     report.controller_epochs.push(epoch);
-    line(format!(
+    line.step(format!(
         "new controller: broker {controller}, epoch {epoch} (was {old_epoch})"
     ));
     let meta = cluster
         .wait_metadata("every partition led by a live broker", step, |_| true)
         .await?;
-    line(format!("partitions (leader, epoch, isr): {meta:?}"));
+    line.step(format!("partitions (leader, epoch, isr): {meta:?}"));
+    after(
+        &hook,
+        DemoStep::ControllerFailedOver {
+            killed: old_controller,
+        },
+        line,
+    )
+    .await;
 
     // The dead brokers come back and catch up.
     for id in [victim, old_controller] {
         cluster.start_node(id).await?;
-        line(format!("restarted broker {id}"));
+        line.step(format!("restarted broker {id}"));
     }
     let meta = cluster
         .wait_metadata("ISR grown back to 3", step, |m| {
             m.values().all(|(_, _, isr)| isr.len() == 3)
         })
         .await?;
-    line(format!("ISR grown back (leader, epoch, isr): {meta:?}"));
+    line.step(format!("ISR grown back (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::IsrRestored, line).await;
 
     // K7: a fourth broker joins and partition 0 moves onto it, away from its leader.
     cluster.start_node(4).await?;
-    line("broker 4 started and registered".to_owned());
+    let addr = cluster.addr(4).map(|a| a.to_string()).unwrap_or_default();
+    line.step(format!(
+        "broker 4 listening on {addr}, registered (the reassignment target)"
+    ));
+    after(&hook, DemoStep::FourthBrokerStarted, line).await;
     let (leader0, _, isr0) = meta.get(&0).cloned().unwrap_or((3, 0, vec![1, 2, 3]));
     let mut target = vec![4];
     target.extend(isr0.iter().copied().filter(|b| *b != leader0).take(2));
-    reassign(&cluster, &admin_session, target.clone(), step, &mut line).await?;
+    reassign(
+        cluster,
+        admin_session.as_ref(),
+        leader0,
+        target.clone(),
+        step,
+        line,
+    )
+    .await?;
     let meta = cluster
         .wait_metadata("partition 0 led from its new replicas", step, |m| {
             m.get(&0).is_some_and(|(l, _, isr)| {
@@ -548,29 +568,32 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
             })
         })
         .await?;
-    line(format!("after reassignment (leader, epoch, isr): {meta:?}"));
+    line.step(format!("after reassignment (leader, epoch, isr): {meta:?}"));
+    after(&hook, DemoStep::Reassigned, line).await;
     let more = cluster.produce_round(3, n, step).await;
-    line(format!(
+    line.step(format!(
         "produced with acks=all after the reassignment: {} acknowledged",
         more.len()
     ));
     acked.extend(more);
+    after(&hook, DemoStep::Produced { round: 3 }, line).await;
 
     let read = cluster.read_all().await;
     report.acknowledged = acked.len();
     report.read_back = acked.iter().filter(|v| read.contains(*v)).count();
     report.lost = report.acknowledged - report.read_back;
-    line(format!(
+    line.step(format!(
         "read back {} records; {} of {} acknowledged found",
         read.len(),
         report.read_back,
         report.acknowledged
     ));
+    after(&hook, DemoStep::ReadBack, line).await;
 
     // K2: delete the topic and wait for the controller to finish.
-    admin::delete_topic(&admin_session, TOPIC).await?;
-    line(format!("deletion of {TOPIC} requested"));
-    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
+    admin::delete_topic(admin_session.as_ref(), TOPIC).await?;
+    line.step(format!("deletion of {TOPIC} requested"));
+    let zk = KafkaZkClient::new(cluster.harness.connect().await?);
     let deadline = Instant::now() + step;
     loop {
         let topics = zk.topics(false).await?;
@@ -584,70 +607,73 @@ pub async fn run(config: DemoConfig, mut say: impl FnMut(&str)) -> Result<DemoRe
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     report.topic_deleted = true;
-    line(format!("topic {TOPIC} deleted from the store"));
-    cluster.shutdown().await;
+    line.step(format!("topic {TOPIC} deleted from the store"));
+    after(&hook, DemoStep::TopicDeleted, line).await;
     Ok(report)
 }
 
-/// K7: requests the reassignment of partition 0 to `target` and narrates the store as the
-/// controller walks the steps (AR, adding / removing replicas, leader and ISR), until the
-/// request is gone and AR is the target.
-async fn reassign(
+/// K7: requests the reassignment of partition 0 to `target` and narrates every write the
+/// controller and the leader make to the partition's nodes and every control request for it,
+/// until the request is gone and AR is the target.
+async fn reassign<F: FnMut(&str)>(
     cluster: &Cluster,
     admin_session: &dyn Coordination,
+    old_leader: i32,
     target: Vec<i32>,
     timeout: Duration,
-    line: &mut impl FnMut(String),
+    line: &mut Timeline<F>,
 ) -> Result<(), DemoError> {
-    let zk = KafkaZkClient::new(Arc::new(cluster.tree.connect()));
-    let tp = TopicPartition::new(TOPIC, 0);
+    let zk = KafkaZkClient::new(cluster.harness.connect().await?);
+    let oar = zk
+        .topic_assignment(TOPIC, false)
+        .await?
+        .and_then(|(a, _)| a.partitions.get(&0).cloned())
+        .unwrap_or_default();
+    let tp = kafka_controller::context::TopicPartition::new(TOPIC, 0);
     let mut targets = BTreeMap::new();
     targets.insert(tp, target.clone());
+    cluster.recorder.watch(TOPIC, 0);
     admin::reassign_partitions(admin_session, &targets).await?;
-    line(format!("reassignment of {TOPIC}-0 to {target:?} requested"));
+    line.step(format!(
+        "reassignment of {TOPIC}-0 from {oar:?} (leader {old_leader}) to {target:?} requested"
+    ));
     let deadline = Instant::now() + timeout;
-    let mut last = String::new();
+    let mut narration = K7Narration {
+        oar: &oar,
+        rar: &target,
+        old_leader,
+        last: None,
+    };
+    let mut request_gone = false;
+    // When the store was first seen with the reassignment complete.
+    let mut store_done: Option<Instant> = None;
     loop {
-        let pending = zk.reassignment_request(false).await?.is_some();
-        let assignment = zk.topic_assignment(TOPIC, false).await?.map(|(a, _)| a);
-        let state = zk
-            .partition_states(&[(TOPIC.to_owned(), 0)])
-            .await
-            .into_iter()
-            .next()
-            .and_then(Result::ok)
-            .flatten()
-            .map(|(s, _)| s);
-        let ar = assignment
-            .as_ref()
-            .and_then(|a| a.partitions.get(&0).cloned())
-            .unwrap_or_default();
-        let adding = assignment
-            .as_ref()
-            .and_then(|a| a.adding_replicas.as_ref()?.get(&0).cloned())
-            .unwrap_or_default();
-        let removing = assignment
-            .as_ref()
-            .and_then(|a| a.removing_replicas.as_ref()?.get(&0).cloned())
-            .unwrap_or_default();
-        let (leader, epoch, isr) =
-            state
-                .map(|s| (s.leader, s.leader_epoch, s.isr))
-                .unwrap_or((-1, -1, Vec::new()));
-        let now = format!(
-            "  store: AR {ar:?} adding {adding:?} removing {removing:?} | leader {leader} epoch {epoch} isr {isr:?} | request {}",
-            if pending { "pending" } else { "gone" }
-        );
-        if now != last {
-            line(now.clone());
-            last = now;
+        for event in cluster.recorder.take() {
+            request_gone |= event == Observed::RequestDeleted;
+            line.detail(narration.describe(&event));
         }
-        if !pending && ar == target {
-            return Ok(());
+        // The last write is recorded just after it applies: give it a moment to show up.
+        if store_done.is_some_and(|t| request_gone || t.elapsed() > Duration::from_millis(500)) {
+            break;
+        }
+        if store_done.is_none() {
+            let pending = zk.reassignment_request(false).await?.is_some();
+            let ar = zk
+                .topic_assignment(TOPIC, false)
+                .await?
+                .and_then(|(a, _)| a.partitions.get(&0).cloned())
+                .unwrap_or_default();
+            if !pending && ar == target {
+                store_done = Some(Instant::now());
+            }
         }
         if Instant::now() > deadline {
+            cluster.recorder.stop();
             return Err(DemoError::Timeout("the reassignment".into()));
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    cluster.recorder.stop();
+    line.step(format!("reassignment of {TOPIC}-0 complete"));
+    Ok(())
 }

@@ -13,9 +13,12 @@
 //!   request channel and handler workers, responses in request order.
 //! - [`zab_coordination`]: the controller's coordination store replicated by `zab-core` — an
 //!   in-process ZAB ensemble and clients implementing `Coordination`.
+//! - [`zookeeper_backend`]: the cluster demo's real-ZooKeeper backend, a `ConformanceHarness`
+//!   whose sessions can be ended for real.
 
 pub mod broker;
 pub mod cluster;
 pub mod glue;
 pub mod server;
 pub mod zab_coordination;
+pub mod zookeeper_backend;

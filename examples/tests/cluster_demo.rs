@@ -12,6 +12,7 @@ async fn k1_k6_k7_cluster_demo_loses_no_acknowledged_record_through_failovers_an
     let config = DemoConfig {
         records_per_partition: 20,
         step_timeout: Duration::from_secs(30),
+        ..DemoConfig::default()
     };
     let report = run(config, |line| println!("{line}"))
         .await
@@ -23,5 +24,61 @@ async fn k1_k6_k7_cluster_demo_loses_no_acknowledged_record_through_failovers_an
     assert!(
         report.controller_epochs.windows(2).all(|w| w[1] > w[0]),
         "{report:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_demo_calls_the_step_hook_between_every_step_and_narrates_each_k7_step() {
+    use std::sync::{Arc, Mutex};
+
+    use ha_examples::cluster::DemoStep;
+
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = steps.clone();
+    let config = DemoConfig {
+        records_per_partition: 3,
+        step_timeout: Duration::from_secs(30),
+        ..DemoConfig::default()
+    }
+    .with_step_hook(move |step| {
+        seen.lock().unwrap().push(step);
+        // An async hook is awaited before the demo goes on.
+        async { tokio::time::sleep(Duration::from_millis(5)).await }
+    });
+    let mut lines = Vec::new();
+    let report = run(config, |line| lines.push(line.to_owned()))
+        .await
+        .expect("the demo runs to its verdict");
+    assert!(report.passed(), "{report:?}");
+    let steps = steps.lock().unwrap().clone();
+    assert_eq!(
+        steps,
+        vec![
+            DemoStep::BrokersStarted,
+            DemoStep::ControllerElected,
+            DemoStep::TopicOnline,
+            DemoStep::Produced { round: 1 },
+            steps[4],
+            DemoStep::Produced { round: 2 },
+            steps[6],
+            DemoStep::IsrRestored,
+            DemoStep::FourthBrokerStarted,
+            DemoStep::Reassigned,
+            DemoStep::Produced { round: 3 },
+            DemoStep::ReadBack,
+            DemoStep::TopicDeleted,
+        ]
+    );
+    assert!(matches!(steps[4], DemoStep::LeaderFailedOver { .. }));
+    assert!(matches!(steps[6], DemoStep::ControllerFailedOver { .. }));
+    let text = lines.join("\n");
+    for k7 in [
+        "K7.1 ", "K7.2 ", "K7.4 ", "K7.7 ", "K7.8 ", "K7.9 ", "K7.10", "K7.11",
+    ] {
+        assert!(text.contains(k7), "{k7} missing from:\n{text}");
+    }
+    assert!(
+        lines.iter().filter(|l| l.contains("(took ")).count() >= 20,
+        "{text}"
     );
 }

@@ -3,11 +3,14 @@
 //!
 //! Client APIs (ApiVersions, Metadata, ListOffsets, Produce, Fetch, InitProducerId,
 //! FindCoordinator, OffsetForLeaderEpoch) and the controller's (LeaderAndIsr, UpdateMetadata,
-//! StopReplica). ControlledShutdown is a controller API: this broker answers NOT_CONTROLLER.
+//! StopReplica, in [`control`], with KIP-380's broker-epoch check). ControlledShutdown is a
+//! controller API: this broker answers NOT_CONTROLLER. Idempotent producers are checked
+//! against the leader's producer state before an append.
 //! A version outside [`KafkaApis::supported_apis`] never gets here: the server refuses it as
 //! Kafka does.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
@@ -24,15 +27,20 @@ use kafka_wire::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_wire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_wire::messages::{
     ControlledShutdownResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
-    StopReplicaRequest, StopReplicaResponse,
 };
 use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, Uuid};
+use tokio::sync::watch;
 
+mod control;
+
+use super::idempotence;
+use super::node::LeadershipListener;
+use super::producer_ids::{BrokerRangeProducerIds, ProducerIdSource};
+use super::producer_state::ProducerStateTable;
 use super::replica_driver::{DelayedAnswer, ReplicaDriver};
 use crate::server::{RequestContext, RequestHandler, SupportedApis};
 
@@ -46,8 +54,19 @@ pub struct KafkaApis<L, K, W> {
     driver: ReplicaDriver<L, K, W>,
     broker: i32,
     cluster_id: String,
-    next_producer_id: AtomicI64,
+    producer_ids: Mutex<Arc<dyn ProducerIdSource>>,
+    /// The idempotent-producer state of the partitions this broker leads.
+    producers: Mutex<ProducerStateTable>,
+    leadership: Option<Arc<dyn LeadershipListener>>,
+    /// KIP-380: the broker epoch of the current registration, -1 while unknown.
+    broker_epoch: AtomicI64,
+    /// Where the registration publishes its epoch (see [`KafkaApis::follow_registration`]).
+    registration: Mutex<Option<watch::Receiver<Option<i64>>>>,
 }
+
+/// The broker epoch a control request carries when its sender does not set one (versions
+/// before KIP-380): never stale.
+pub const UNKNOWN_BROKER_EPOCH: i64 = -1;
 
 impl<L, K, W> KafkaApis<L, K, W>
 where
@@ -61,10 +80,34 @@ where
             driver,
             broker,
             cluster_id: cluster_id.into(),
-            // Producer ids are unique across brokers without coordination: the broker id in
-            // the high bits, a counter in the low ones.
-            next_producer_id: AtomicI64::new(i64::from(broker.max(0)) << 32),
+            producer_ids: Mutex::new(Arc::new(BrokerRangeProducerIds::new(broker))),
+            producers: Mutex::new(ProducerStateTable::new()),
+            leadership: None,
+            broker_epoch: AtomicI64::new(UNKNOWN_BROKER_EPOCH),
+            registration: Mutex::new(None),
         }
+    }
+
+    /// Takes InitProducerId's producer ids from `source` (e.g. `glue::ZkProducerIdManager`)
+    /// instead of this broker's own range ([`BrokerRangeProducerIds`]).
+    pub fn use_producer_ids(&self, source: Arc<dyn ProducerIdSource>) {
+        *self
+            .producer_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = source;
+    }
+
+    fn producers(&self) -> std::sync::MutexGuard<'_, ProducerStateTable> {
+        self.producers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells `listener` (e.g. the ISR writer's controller epochs) every leadership this broker
+    /// gains or loses through LeaderAndIsr and StopReplica.
+    pub fn with_leadership(mut self, listener: Option<Arc<dyn LeadershipListener>>) -> Self {
+        self.leadership = listener;
+        self
     }
 
     /// The driver this handler works through.
@@ -93,29 +136,85 @@ where
     /// delayed-produce purgatory until the high watermark covers the append, refusing before
     /// writing when the ISR is below `min.insync.replicas`. Any other acks value gets
     /// INVALID_REQUIRED_ACKS, as in Kafka.
+    ///
+    /// Idempotent producers ([`producer_state`](super::producer_state)): on a partition this
+    /// broker leads, a retried batch is answered with its original offset and not appended
+    /// again (with acks -1 once that offset is committed), an old producer epoch gets
+    /// INVALID_PRODUCER_EPOCH and a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER.
     pub async fn produce(&self, request: &ProduceRequest) -> Option<ProduceResponse> {
         if !matches!(request.acks, -1..=1) {
             return Some(produce_error(request, ErrorCode::InvalidRequiredAcks));
         }
-        let (outcome, waiter) = self.driver.with_core(|core, now| {
-            let outcome = core.manager.produce(now, request);
+        let (outcome, waiter, early) = self.driver.with_core(|core, now| {
+            let mut producers = self.producers();
+            let screened = idempotence::screen(&core.manager, &producers, request);
+            if screened.nothing_left() {
+                return (None, None, screened.early);
+            }
+            let outcome = core
+                .manager
+                .produce(now, screened.rest.as_ref().unwrap_or(request));
+            idempotence::record_appends(&core.manager, &mut producers, screened.accepted);
             let waiter = match outcome {
                 ProduceOutcome::Delayed { request_id } => {
                     Some(ReplicaDriver::<L, K, W>::register(core, request_id))
                 }
                 _ => None,
             };
-            (outcome, waiter)
+            (Some(outcome), waiter, screened.early)
         });
-        match (outcome, waiter) {
-            (ProduceOutcome::NoResponse, _) => None,
-            (ProduceOutcome::Respond(r), _) => Some(r),
-            (ProduceOutcome::Delayed { .. }, Some(rx)) => match rx.await {
-                Ok(DelayedAnswer::Produce(r)) => Some(r),
-                _ => Some(produce_error(request, ErrorCode::RequestTimedOut)),
+        let mut response = match (outcome, waiter) {
+            (None, _) => ProduceResponse::default(),
+            (Some(ProduceOutcome::NoResponse), _) => return None,
+            (Some(ProduceOutcome::Respond(r)), _) => r,
+            (Some(ProduceOutcome::Delayed { .. }), Some(rx)) => match rx.await {
+                Ok(DelayedAnswer::Produce(r)) => r,
+                _ => produce_error(request, ErrorCode::RequestTimedOut),
             },
-            (ProduceOutcome::Delayed { .. }, None) => {
-                Some(produce_error(request, ErrorCode::RequestTimedOut))
+            (Some(ProduceOutcome::Delayed { .. }), None) => {
+                produce_error(request, ErrorCode::RequestTimedOut)
+            }
+        };
+        if request.acks == 0 {
+            return None;
+        }
+        let mut early = early;
+        if request.acks == -1 {
+            let timeout =
+                std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+            for e in early.iter_mut() {
+                if let Some((tp, last_offset)) = &e.committed_at {
+                    if !self.wait_committed(tp, *last_offset, timeout).await {
+                        e.answer.error_code = ErrorCode::RequestTimedOut.code();
+                        e.answer.base_offset = -1;
+                    }
+                }
+            }
+        }
+        idempotence::merge(&mut response, early);
+        Some(response)
+    }
+
+    /// Waits up to `timeout` for `tp`'s high watermark to pass `last_offset` (a retried batch
+    /// answered with acks -1); false if it did not, or the broker no longer leads `tp`.
+    async fn wait_committed(
+        &self,
+        tp: &TopicPartition,
+        last_offset: i64,
+        timeout: std::time::Duration,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let state = self.driver.with_manager(|m, _| {
+                m.partition(tp)
+                    .map(|p| (p.is_leader(), p.high_watermark() > last_offset))
+            });
+            match state {
+                Some((true, true)) => return true,
+                Some((true, false)) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                _ => return false,
             }
         }
     }
@@ -320,21 +419,39 @@ where
         })
     }
 
-    /// InitProducerId: idempotent producers get a fresh producer id at epoch 0. Transactions
-    /// are not implemented: a transactional id is refused with INVALID_REQUEST.
-    pub fn init_producer_id(&self, request: &InitProducerIdRequest) -> InitProducerIdResponse {
-        if request.transactional_id.is_some() {
-            return InitProducerIdResponse {
-                error_code: ErrorCode::InvalidRequest.code(),
-                producer_id: -1,
-                producer_epoch: -1,
-                ..Default::default()
-            };
-        }
-        InitProducerIdResponse {
-            producer_id: self.next_producer_id.fetch_add(1, Ordering::Relaxed),
-            producer_epoch: 0,
+    /// InitProducerId: an idempotent producer gets a new producer id, unique in the cluster,
+    /// at epoch 0, from the broker's [`ProducerIdSource`] (its own id range by default, or
+    /// blocks claimed in the coordination store). Transactions are not implemented: a
+    /// transactional id is refused with INVALID_REQUEST. A source that fails answers
+    /// COORDINATOR_NOT_AVAILABLE, which clients retry.
+    pub async fn init_producer_id(
+        &self,
+        request: &InitProducerIdRequest,
+    ) -> InitProducerIdResponse {
+        let refuse = |code: ErrorCode| InitProducerIdResponse {
+            error_code: code.code(),
+            producer_id: -1,
+            producer_epoch: -1,
             ..Default::default()
+        };
+        if request.transactional_id.is_some() {
+            return refuse(ErrorCode::InvalidRequest);
+        }
+        let source = self
+            .producer_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match source.next_producer_id().await {
+            Ok(producer_id) => InitProducerIdResponse {
+                producer_id,
+                producer_epoch: 0,
+                ..Default::default()
+            },
+            Err(error) => {
+                tracing::warn!(broker = self.broker, %error, "no producer id to hand out");
+                refuse(ErrorCode::CoordinatorNotAvailable)
+            }
         }
     }
 
@@ -372,59 +489,6 @@ where
                 .collect();
         }
         response
-    }
-
-    /// StopReplica (K2.1) from the controller, all request versions: stops fetching and, when
-    /// asked, drops the partition (its log is dropped with it).
-    pub fn stop_replica(&self, request: &StopReplicaRequest) -> StopReplicaResponse {
-        // (topic, partition, leader epoch, delete)
-        let mut partitions: Vec<(String, i32, i32, bool)> = Vec::new();
-        for p in &request.ungrouped_partitions {
-            partitions.push((
-                p.topic_name.to_string(),
-                p.partition_index,
-                -2,
-                request.delete_partitions,
-            ));
-        }
-        for t in &request.topics {
-            for i in t.partition_indexes.iter() {
-                partitions.push((t.name.to_string(), *i, -2, request.delete_partitions));
-            }
-        }
-        for t in &request.topic_states {
-            for p in &t.partition_states {
-                partitions.push((
-                    t.topic_name.to_string(),
-                    p.partition_index,
-                    p.leader_epoch,
-                    p.delete_partition,
-                ));
-            }
-        }
-        self.driver.with_manager(|m, _| {
-            if request.controller_epoch < m.controller_epoch() {
-                return StopReplicaResponse {
-                    error_code: ErrorCode::StaleControllerEpoch.code(),
-                    ..Default::default()
-                };
-            }
-            let mut response = StopReplicaResponse::default();
-            for (topic, partition, epoch, delete) in partitions {
-                let tp = TopicPartition::new(topic.clone(), partition);
-                let code = match m.stop_replica(request.controller_epoch, &tp, epoch, delete) {
-                    Ok(_) => ErrorCode::None.code(),
-                    Err(code) => code.code(),
-                };
-                response.partition_errors.push(StopReplicaPartitionError {
-                    topic_name: topic.into(),
-                    partition_index: partition,
-                    error_code: code,
-                    ..Default::default()
-                });
-            }
-            response
-        })
     }
 }
 
@@ -483,7 +547,7 @@ where
             RequestBody::Produce(r) => ResponseBody::Produce(self.produce(&r).await?),
             RequestBody::Fetch(r) => ResponseBody::Fetch(self.fetch(&r).await),
             RequestBody::InitProducerId(r) => {
-                ResponseBody::InitProducerId(self.init_producer_id(&r))
+                ResponseBody::InitProducerId(self.init_producer_id(&r).await)
             }
             RequestBody::FindCoordinator(r) => {
                 ResponseBody::FindCoordinator(self.find_coordinator(version, &r))
@@ -492,12 +556,11 @@ where
                 self.driver
                     .with_manager(|m, _| m.offset_for_leader_epoch(&r)),
             ),
-            RequestBody::LeaderAndIsr(r) => ResponseBody::LeaderAndIsr(
-                self.driver
-                    .with_manager(|m, now| m.become_leader_or_follower(now, &r, version)),
-            ),
+            RequestBody::LeaderAndIsr(r) => {
+                ResponseBody::LeaderAndIsr(self.leader_and_isr(version, &r))
+            }
             RequestBody::UpdateMetadata(r) => {
-                ResponseBody::UpdateMetadata(self.driver.with_manager(|m, _| m.update_metadata(&r)))
+                ResponseBody::UpdateMetadata(self.update_metadata(&r))
             }
             RequestBody::StopReplica(r) => ResponseBody::StopReplica(self.stop_replica(&r)),
             RequestBody::ControlledShutdown(_) => {

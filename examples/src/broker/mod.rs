@@ -17,7 +17,10 @@
 //!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
 //! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
 //! - The `IsrWriter` on a coordination store (ZooKeeper or in memory) is `glue::ZkIsrWriter`;
-//!   tests use `kafka_replication::isr::MemoryIsrWriter`.
+//!   tests use `kafka_replication::isr::MemoryIsrWriter`. A [`Broker`] takes it as a
+//!   [`BrokerIsrWriter`]: the writer moves into the driver, and the [`LeadershipListener`] it
+//!   hands out hears from [`KafkaApis`] the controller epoch of every LeaderAndIsr that made
+//!   this broker leader, so its ISR writes carry it (K4.1, KIP-380).
 //!
 //! - [`TcpBrokerChannel`] is the controller's `BrokerChannel` over TCP: LeaderAndIsr,
 //!   UpdateMetadata and StopReplica sent to each broker's listener.
@@ -49,15 +52,19 @@
 
 mod apis;
 mod channel_tcp;
+mod idempotence;
 mod leader_link_tcp;
 mod node;
+mod producer_ids;
+pub mod producer_state;
 mod replica_driver;
 
-pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
 pub use channel_tcp::TcpBrokerChannel;
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
-pub use node::{Broker, BrokerConfig};
+pub use node::{Broker, BrokerConfig, BrokerIsrWriter, LeadershipListener};
+pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
 pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};

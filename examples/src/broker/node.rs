@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_replication::isr::IsrWriter;
+use kafka_replication::isr::{IsrWriter, MemoryIsrWriter, TopicPartition};
 use kafka_replication::log::LogStorage;
 use kafka_replication::partition::PartitionConfig;
 use kafka_replication::replica_fetcher::FetcherConfig;
@@ -18,6 +18,30 @@ use kafka_replication::replica_manager::{LogFactory, ReplicaManager};
 
 use super::{AddressBook, KafkaApis, LinkFactory, ReplicaDriver, TcpLeaderLink};
 use crate::server::{Server, ServerConfig, ServerError, ServerHandle};
+
+/// K4.1 / KIP-380: told, after each LeaderAndIsr or StopReplica, which partitions this broker
+/// now leads and the epoch of the controller that decided it — what an ISR writer on the
+/// coordination store needs to stamp its writes.
+pub trait LeadershipListener: Send + Sync {
+    /// This broker leads `tp` by the decision of the controller of `controller_epoch`.
+    fn leading(&self, tp: &TopicPartition, controller_epoch: i32);
+    /// This broker no longer leads `tp`.
+    fn not_leading(&self, tp: &TopicPartition);
+}
+
+/// An [`IsrWriter`] as a [`Broker`] holds it. The writer itself moves into the replication
+/// driver; what it needs to hear from the request handler goes through the listener it hands
+/// out here, shared with it.
+pub trait BrokerIsrWriter: IsrWriter + 'static {
+    /// The listener the broker tells every leadership change, if the writer wants them
+    /// (`glue::ZkIsrWriter` does: its writes carry the controller epoch).
+    fn leadership(&self) -> Option<Arc<dyn LeadershipListener>> {
+        None
+    }
+}
+
+/// The in-memory writer of tests needs no controller epochs.
+impl BrokerIsrWriter for MemoryIsrWriter {}
 
 /// Settings of a [`Broker`].
 #[derive(Debug, Clone)]
@@ -59,10 +83,11 @@ pub struct Broker<L, W> {
 impl<L, W> Broker<L, W>
 where
     L: LogStorage + Send + 'static,
-    W: IsrWriter + 'static,
+    W: BrokerIsrWriter,
 {
-    /// Starts a broker: logs from `new_log`, ISR changes to `isr_writer`, leaders found in
-    /// `addresses`.
+    /// Starts a broker: logs from `new_log`, ISR changes to `isr_writer` (which hears every
+    /// leadership change through its [`BrokerIsrWriter::leadership`] listener), leaders found
+    /// in `addresses`.
     pub async fn start(
         config: BrokerConfig,
         new_log: LogFactory<L>,
@@ -74,8 +99,10 @@ where
         let timeout = config.leader_link_timeout;
         let links: LinkFactory<TcpLeaderLink> =
             Box::new(move |leader| TcpLeaderLink::new(id, leader, addresses.clone(), timeout));
+        let leadership = isr_writer.leadership();
         let driver = ReplicaDriver::start(manager, links, isr_writer, config.fetcher);
-        let apis = Arc::new(KafkaApis::new(id, config.cluster_id, driver));
+        let apis =
+            Arc::new(KafkaApis::new(id, config.cluster_id, driver).with_leadership(leadership));
         let server_config = ServerConfig {
             broker: id,
             ..Default::default()

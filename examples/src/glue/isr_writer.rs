@@ -11,7 +11,7 @@
 //! Every successful change is recorded for ISR change propagation ([`IsrChangeQueue`]).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -21,6 +21,52 @@ use kafka_replication::isr::{IsrProposal, IsrResult, IsrWriter, LeaderAndIsr, To
 use tokio::time::Instant;
 
 use super::propagation::IsrChangeQueue;
+use crate::broker::{BrokerIsrWriter, LeadershipListener};
+
+/// K4.1 / KIP-380: for each partition this broker leads, the epoch of the controller whose
+/// LeaderAndIsr made it leader — shared between the [`ZkIsrWriter`] (whose ISR writes carry
+/// it) and the broker's request handler (which learns it from each LeaderAndIsr). Cheap to
+/// clone.
+#[derive(Debug, Clone, Default)]
+pub struct ControllerEpochs {
+    inner: Arc<Mutex<HashMap<TopicPartition, i32>>>,
+}
+
+impl ControllerEpochs {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<TopicPartition, i32>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Remembers `controller_epoch` for `tp`.
+    pub fn set(&self, tp: TopicPartition, controller_epoch: i32) {
+        self.lock().insert(tp, controller_epoch);
+    }
+
+    /// Forgets `tp`.
+    pub fn forget(&self, tp: &TopicPartition) {
+        self.lock().remove(tp);
+    }
+
+    /// The controller epoch remembered for `tp`.
+    pub fn get(&self, tp: &TopicPartition) -> Option<i32> {
+        self.lock().get(tp).copied()
+    }
+}
+
+impl LeadershipListener for ControllerEpochs {
+    fn leading(&self, tp: &TopicPartition, controller_epoch: i32) {
+        self.set(tp.clone(), controller_epoch);
+    }
+
+    fn not_leading(&self, tp: &TopicPartition) {
+        self.forget(tp);
+    }
+}
 
 /// Why an ISR write could not be attempted or its outcome is unknown.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -41,11 +87,13 @@ pub enum IsrWriteError {
 /// K1.3 / KAFKA-NOTES §4.3: the [`IsrWriter`] of a ZooKeeper-mode leader.
 ///
 /// Runs on a tokio runtime (the pause between retries of a write lost with the connection is
-/// a tokio timer). Tell it the controller epoch of each partition it leads with
-/// [`set_controller_epoch`](Self::set_controller_epoch) when a LeaderAndIsr arrives.
+/// a tokio timer). It learns the controller epoch of each partition it leads through its
+/// [`ControllerEpochs`]: a broker started with it ([`Broker::start`](crate::broker::Broker::start))
+/// fills them from every LeaderAndIsr; without a broker, call
+/// [`set_controller_epoch`](Self::set_controller_epoch).
 pub struct ZkIsrWriter {
     coord: Arc<dyn Coordination>,
-    controller_epochs: HashMap<TopicPartition, i32>,
+    controller_epochs: ControllerEpochs,
     changes: IsrChangeQueue,
     connection_retries: u32,
     retry_backoff: Duration,
@@ -74,7 +122,7 @@ impl ZkIsrWriter {
     pub fn new(coord: Arc<dyn Coordination>, changes: IsrChangeQueue) -> Self {
         ZkIsrWriter {
             coord,
-            controller_epochs: HashMap::new(),
+            controller_epochs: ControllerEpochs::new(),
             changes,
             connection_retries: 3,
             retry_backoff: Duration::from_millis(200),
@@ -91,13 +139,18 @@ impl ZkIsrWriter {
     /// K4.3: remembers the epoch of the controller that made `tp`'s current leadership
     /// decision (from the LeaderAndIsr that made this broker leader); ISR writes carry it.
     /// Without it a write keeps the `controller_epoch` stored in the znode.
-    pub fn set_controller_epoch(&mut self, tp: TopicPartition, controller_epoch: i32) {
-        self.controller_epochs.insert(tp, controller_epoch);
+    pub fn set_controller_epoch(&self, tp: TopicPartition, controller_epoch: i32) {
+        self.controller_epochs.set(tp, controller_epoch);
     }
 
     /// Forgets `tp` (this broker is no longer its leader).
-    pub fn forget(&mut self, tp: &TopicPartition) {
-        self.controller_epochs.remove(tp);
+    pub fn forget(&self, tp: &TopicPartition) {
+        self.controller_epochs.forget(tp);
+    }
+
+    /// The shared table of controller epochs this writer's ISR writes carry.
+    pub fn controller_epochs(&self) -> ControllerEpochs {
+        self.controller_epochs.clone()
     }
 
     /// The queue successful changes are recorded into.
@@ -140,7 +193,7 @@ impl ZkIsrWriter {
         let mut wanted = stored;
         wanted.isr = p.isr.clone();
         if let Some(epoch) = self.controller_epochs.get(tp) {
-            wanted.controller_epoch = *epoch;
+            wanted.controller_epoch = epoch;
         }
         let data = wanted.to_json().map_err(|error| IsrWriteError::Data {
             path: path.clone(),
@@ -195,6 +248,14 @@ impl ZkIsrWriter {
             }),
             None => Ok(IsrResult::Conflict { current: None }),
         }
+    }
+}
+
+impl BrokerIsrWriter for ZkIsrWriter {
+    /// The writer's [`ControllerEpochs`]: the broker tells them every leadership it gains or
+    /// loses.
+    fn leadership(&self) -> Option<Arc<dyn LeadershipListener>> {
+        Some(Arc::new(self.controller_epochs()))
     }
 }
 

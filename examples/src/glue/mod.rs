@@ -7,7 +7,8 @@
 //! - [`IsrChangePropagator`] and [`PendingIsrChanges`]: batched
 //!   `/isr_change_notification/isr_change_<seq>` nodes (KAFKA-NOTES §5);
 //! - [`BrokerRegistrar`]: `/brokers/ids/<id>` with the broker epoch (KIP-380), registered again
-//!   after session expiry.
+//!   after session expiry;
+//! - [`ZkProducerIdManager`]: producer ids in blocks claimed from `/latest_producer_id_block`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -31,10 +32,14 @@
 //! ```
 
 mod isr_writer;
+mod producer_ids;
 mod propagation;
 mod registration;
 
-pub use isr_writer::{IsrWriteError, ZkIsrWriter};
+pub use isr_writer::{ControllerEpochs, IsrWriteError, ZkIsrWriter};
+pub use producer_ids::{
+    ProducerIdBlock, ZkProducerIdManager, PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE,
+};
 pub use propagation::{
     propagate_once, should_propagate, write_notification, IsrChangePropagator, IsrChangeQueue,
     IsrPropagationConfig, PendingIsrChanges,

@@ -1,0 +1,278 @@
+//! The controller's requests to a [`KafkaApis`]: LeaderAndIsr (K4), UpdateMetadata (K5.1) and
+//! StopReplica (K2.1), each refused as a whole with STALE_BROKER_EPOCH when it carries a
+//! broker epoch older than this broker's current registration (KIP-380), and the broker epoch
+//! they are checked against.
+
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+
+use kafka_replication::isr::{IsrWriter, TopicPartition};
+use kafka_replication::log::LogStorage;
+use kafka_replication::replica_fetcher::LeaderLink;
+use kafka_wire::error_code::ErrorCode;
+use kafka_wire::messages::leader_and_isr_response::{
+    LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
+};
+use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
+use kafka_wire::messages::{
+    LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse,
+};
+use tokio::sync::watch;
+
+use super::{idempotence, KafkaApis, UNKNOWN_BROKER_EPOCH};
+
+impl<L, K, W> KafkaApis<L, K, W>
+where
+    L: LogStorage + Send + 'static,
+    K: LeaderLink + 'static,
+    W: IsrWriter + 'static,
+{
+    /// KIP-380: sets this broker's epoch (the czxid of its `/brokers/ids/<id>`); it only grows.
+    pub fn set_broker_epoch(&self, epoch: i64) {
+        self.broker_epoch.fetch_max(epoch, Ordering::SeqCst);
+    }
+
+    /// KIP-380: follows the broker epoch a registration publishes
+    /// (`glue::RegisteredBroker::subscribe`), across re-registrations after session expiry.
+    /// While unregistered, the last epoch stays in force.
+    pub fn follow_registration(&self, epochs: watch::Receiver<Option<i64>>) {
+        if let Some(epoch) = *epochs.borrow() {
+            self.set_broker_epoch(epoch);
+        }
+        *self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(epochs);
+    }
+
+    /// This broker's current epoch, [`UNKNOWN_BROKER_EPOCH`] before it is known.
+    pub fn broker_epoch(&self) -> i64 {
+        let published = self
+            .registration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(|rx| *rx.borrow());
+        if let Some(epoch) = published {
+            self.set_broker_epoch(epoch);
+        }
+        self.broker_epoch.load(Ordering::SeqCst)
+    }
+
+    /// KIP-380: a control request carrying a broker epoch older than this broker's current
+    /// one was meant for an earlier registration of this broker id. [`UNKNOWN_BROKER_EPOCH`]
+    /// is never stale, nor is a newer epoch (the controller may learn of a re-registration
+    /// before the broker does).
+    pub fn is_broker_epoch_stale(&self, request_epoch: i64) -> bool {
+        request_epoch != UNKNOWN_BROKER_EPOCH && request_epoch < self.broker_epoch()
+    }
+
+    /// LeaderAndIsr (K4) from the controller: applied by the replica manager; then every
+    /// partition this broker now leads at the request's leader epoch is reported to the
+    /// leadership listener with the deciding controller's epoch (K4.1: the ISR writes it makes
+    /// as leader carry that epoch), and every partition it follows as no longer led.
+    ///
+    /// KIP-380: a request from a stale broker epoch gets STALE_BROKER_EPOCH for every
+    /// partition and changes nothing.
+    pub fn leader_and_isr(
+        &self,
+        version: i16,
+        request: &LeaderAndIsrRequest,
+    ) -> LeaderAndIsrResponse {
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "LeaderAndIsr for an earlier registration refused"
+            );
+            return leader_and_isr_error(request, version, ErrorCode::StaleBrokerEpoch);
+        }
+        self.driver.with_manager(|m, now| {
+            let response = m.become_leader_or_follower(now, request, version);
+            let mut producers = self.producers();
+            let grouped = request.topic_states.iter().flat_map(|t| {
+                t.partition_states
+                    .iter()
+                    .map(move |p| (t.topic_name.to_string(), p))
+            });
+            let ungrouped = request
+                .ungrouped_partition_states
+                .iter()
+                .map(|p| (p.topic_name.to_string(), p));
+            for (topic, p) in grouped.chain(ungrouped) {
+                let tp = TopicPartition::new(topic, p.partition_index);
+                match m.partition(&tp) {
+                    Some(part) if part.is_leader() && part.leader_epoch() == p.leader_epoch => {
+                        if !producers.knows(&tp) {
+                            idempotence::rebuild(part.log(), &tp, &mut producers);
+                        }
+                        if let Some(listener) = &self.leadership {
+                            listener.leading(&tp, p.controller_epoch);
+                        }
+                    }
+                    Some(part) if !part.is_leader() => {
+                        // A follower's log moves on without it: its producer state is stale.
+                        producers.forget(&tp);
+                        if let Some(listener) = &self.leadership {
+                            listener.not_leading(&tp);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            response
+        })
+    }
+
+    /// UpdateMetadata (K5.1) from the controller into the metadata cache. KIP-380: from a
+    /// stale broker epoch it gets STALE_BROKER_EPOCH and changes nothing.
+    pub fn update_metadata(&self, request: &UpdateMetadataRequest) -> UpdateMetadataResponse {
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "UpdateMetadata for an earlier registration refused"
+            );
+            return UpdateMetadataResponse {
+                error_code: ErrorCode::StaleBrokerEpoch.code(),
+                ..Default::default()
+            };
+        }
+        self.driver.with_manager(|m, _| m.update_metadata(request))
+    }
+
+    /// StopReplica (K2.1) from the controller, all request versions: stops fetching and, when
+    /// asked, drops the partition (its log is dropped with it). KIP-380: from a stale broker
+    /// epoch it gets STALE_BROKER_EPOCH for every partition and changes nothing.
+    pub fn stop_replica(&self, request: &StopReplicaRequest) -> StopReplicaResponse {
+        // (topic, partition, leader epoch, delete)
+        let mut partitions: Vec<(String, i32, i32, bool)> = Vec::new();
+        for p in &request.ungrouped_partitions {
+            partitions.push((
+                p.topic_name.to_string(),
+                p.partition_index,
+                -2,
+                request.delete_partitions,
+            ));
+        }
+        for t in &request.topics {
+            for i in t.partition_indexes.iter() {
+                partitions.push((t.name.to_string(), *i, -2, request.delete_partitions));
+            }
+        }
+        for t in &request.topic_states {
+            for p in &t.partition_states {
+                partitions.push((
+                    t.topic_name.to_string(),
+                    p.partition_index,
+                    p.leader_epoch,
+                    p.delete_partition,
+                ));
+            }
+        }
+        if self.is_broker_epoch_stale(request.broker_epoch) {
+            tracing::info!(
+                broker = self.broker,
+                broker_epoch = request.broker_epoch,
+                current = self.broker_epoch(),
+                "StopReplica for an earlier registration refused"
+            );
+            let code = ErrorCode::StaleBrokerEpoch.code();
+            return StopReplicaResponse {
+                error_code: code,
+                partition_errors: partitions
+                    .into_iter()
+                    .map(|(topic, partition, _, _)| StopReplicaPartitionError {
+                        topic_name: topic.into(),
+                        partition_index: partition,
+                        error_code: code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+        }
+        self.driver.with_manager(|m, _| {
+            if request.controller_epoch < m.controller_epoch() {
+                return StopReplicaResponse {
+                    error_code: ErrorCode::StaleControllerEpoch.code(),
+                    ..Default::default()
+                };
+            }
+            let mut response = StopReplicaResponse::default();
+            for (topic, partition, epoch, delete) in partitions {
+                let tp = TopicPartition::new(topic.clone(), partition);
+                let code = match m.stop_replica(request.controller_epoch, &tp, epoch, delete) {
+                    Ok(_) => {
+                        self.producers().forget(&tp);
+                        if let Some(listener) = &self.leadership {
+                            listener.not_leading(&tp);
+                        }
+                        ErrorCode::None.code()
+                    }
+                    Err(code) => code.code(),
+                };
+                response.partition_errors.push(StopReplicaPartitionError {
+                    topic_name: topic.into(),
+                    partition_index: partition,
+                    error_code: code,
+                    ..Default::default()
+                });
+            }
+            response
+        })
+    }
+}
+
+/// A LeaderAndIsr response giving `code` to the request and to each of its partitions, in the
+/// layout of `version` (v5+: grouped by topic id).
+fn leader_and_isr_error(
+    request: &LeaderAndIsrRequest,
+    version: i16,
+    code: ErrorCode,
+) -> LeaderAndIsrResponse {
+    let code = code.code();
+    let mut response = LeaderAndIsrResponse {
+        error_code: code,
+        ..Default::default()
+    };
+    let error = |partition_index, topic_name: &str| LeaderAndIsrPartitionError {
+        topic_name: topic_name.into(),
+        partition_index,
+        error_code: code,
+        ..Default::default()
+    };
+    if version >= 5 {
+        response.topics = request
+            .topic_states
+            .iter()
+            .map(|t| LeaderAndIsrTopicError {
+                topic_id: t.topic_id,
+                partition_errors: t
+                    .partition_states
+                    .iter()
+                    .map(|p| error(p.partition_index, ""))
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+    } else {
+        let grouped = request.topic_states.iter().flat_map(|t| {
+            t.partition_states
+                .iter()
+                .map(move |p| (t.topic_name.as_ref(), p.partition_index))
+        });
+        let ungrouped = request
+            .ungrouped_partition_states
+            .iter()
+            .map(|p| (p.topic_name.as_ref(), p.partition_index));
+        response.partition_errors = ungrouped
+            .chain(grouped)
+            .map(|(topic, partition)| error(partition, topic))
+            .collect();
+    }
+    response
+}
