@@ -78,7 +78,8 @@ struct Cursor {
     end: i64,
 }
 
-/// A [`ProducerIdSource`] on the coordination store; see the [module](self) docs.
+/// A [`ProducerIdSource`] claiming blocks from `/latest_producer_id_block` in the
+/// coordination store, as Kafka's `ProducerIdManager` does in ZooKeeper mode.
 pub struct ZkProducerIdManager {
     coord: Arc<dyn Coordination>,
     broker: i32,
