@@ -2,7 +2,9 @@
 //! ZooKeeper: the topic is created with `admin`, `kcat -L` shows its leaders and ISRs,
 //! `kcat -P -X acks=all` produces keyed messages with headers and `kcat -C` reads every one
 //! back in order per partition; then the leader of partition 0 is SIGKILLed, a new leader
-//! takes over (K1), and after another 1,000 messages all 2,000 are read back.
+//! takes over (K1), and after another 1,000 messages all 2,000 are read back. On the way,
+//! `admin` moves a partition off its leader (K7) and triggers a preferred election, and at the
+//! end requests the topic's deletion (K2.1).
 //!
 //! Fails when `CI` is set and `kcat` or ZooKeeper is missing; skips with a notice otherwise.
 //! Every process it starts is killed when the test ends, passing or not.
@@ -296,6 +298,64 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
         .stdout
         .contains("PartitionCount: 3\tReplicationFactor: 3"));
 
+    // K7 through `admin`: partition 1 moves off its leader onto its two followers; then a
+    // preferred election for it (its leader is then the preferred replica).
+    let target: Vec<i32> = meta[&1].replicas.iter().copied().skip(1).collect();
+    let list = target
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = cluster.admin(&["reassign", TOPIC, "1", &list]);
+    assert!(out.ok, "admin reassign: {}\n{}", out.stdout, out.stderr);
+    let wanted = "Partition: 1\t";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = cluster.admin(&["describe", TOPIC]);
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.contains(wanted))
+            .unwrap_or_default()
+            .to_owned();
+        if line.contains(&format!("Replicas: {list}\t"))
+            && !line.contains("AddingReplicas")
+            && !line.contains("RemovingReplicas")
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "partition 1 not reassigned:\n{}\n{}\n{}",
+            out.stdout,
+            out.stderr,
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // Refused while the reassignment request is still pending.
+        let out = cluster.admin(&["preferred-election", TOPIC, "1"]);
+        if out.ok {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "admin preferred-election: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (meta, _) = cluster.wait_metadata("partition 1 led by its preferred replica", |m| {
+        m.len() == PARTITIONS as usize
+            && m.get(&1)
+                .is_some_and(|p| p.leader == target[0] && p.replicas == target && p.isr.len() == 2)
+            && m.values()
+                .all(|p| p.leader > 0 && p.isr.len() == p.replicas.len())
+    });
+
     // 1,000 keyed messages with headers, acks=all; all read back.
     cluster.produce(0..1000, "first");
     assert_all_read_back(&cluster.consume_all(), 1000, 1000);
@@ -325,6 +385,19 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
     // 1,000 more on the two survivors; all 2,000 read back, nothing missing.
     cluster.produce(1000..2000, "second");
     assert_all_read_back(&cluster.consume_all(), 2000, 1000);
+
+    // K2.1 through `admin`: the deletion request lands (with a replica offline the controller
+    // may keep the topic marked until that broker returns, as Kafka does).
+    let out = cluster.admin(&["delete-topic", TOPIC]);
+    assert!(out.ok, "admin delete-topic: {}\n{}", out.stdout, out.stderr);
+    let described = cluster.admin(&["describe", TOPIC]);
+    assert!(
+        described.stdout.contains("MarkedForDeletion: true")
+            || described.stderr.contains("does not exist"),
+        "after delete-topic:\n{}\n{}",
+        described.stdout,
+        described.stderr
+    );
 
     eprintln!(
         "kcat cluster test: killed broker {victim}; took {:.1}s",
