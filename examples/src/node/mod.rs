@@ -282,3 +282,6 @@ impl BrokerNode {
         tracing::info!(broker = id, "broker node stopped");
     }
 }
+
+#[cfg(test)]
+mod tests;
