@@ -3,8 +3,9 @@
 //! `kcat -P -X acks=all` produces keyed messages with headers and `kcat -C` reads every one
 //! back in order per partition; then the leader of partition 0 is SIGKILLed, a new leader
 //! takes over (K1), and after another 1,000 messages all 2,000 are read back. On the way,
-//! `admin` moves a partition off its leader (K7) and triggers a preferred election, and at the
-//! end requests the topic's deletion (K2.1).
+//! `admin` moves a partition off its leader (K7) and triggers a preferred election; at the end
+//! the killed broker restarts on its data directory and rejoins every ISR, everything is read
+//! back once more, and `admin` deletes the topic (K2.1).
 //!
 //! Fails when `CI` is set and `kcat` or ZooKeeper is missing; skips with a notice otherwise.
 //! Every process it starts is killed when the test ends, passing or not.
@@ -51,27 +52,33 @@ impl Cluster {
             dir,
         };
         for id in BROKERS {
-            let data = cluster.dir.path().join(format!("broker-{id}"));
-            let log = cluster.dir.path().join(format!("broker-{id}.log"));
-            let a = vec![
-                "--id".to_owned(),
-                id.to_string(),
-                "--listen".to_owned(),
-                "127.0.0.1:0".to_owned(),
-                "--data-dir".to_owned(),
-                data.display().to_string(),
-                "--zookeeper".to_owned(),
-                cluster.zk.connect_string(),
-                "--zookeeper-session-timeout-ms".to_owned(),
-                SESSION_TIMEOUT_MS.to_owned(),
-                "--replica-lag-time-max-ms".to_owned(),
-                "10000".to_owned(),
-            ];
-            let broker = BrokerProcess::start(id, &a, &log, Duration::from_secs(30))
-                .unwrap_or_else(|e| panic!("{e}"));
-            cluster.brokers.insert(id, broker);
+            cluster.start_broker(id, "broker");
         }
         cluster
+    }
+
+    /// Starts broker `id` on a free port with its data directory (kept across restarts),
+    /// logging to `<log_name>-<id>.log`.
+    fn start_broker(&mut self, id: i32, log_name: &str) {
+        let data = self.dir.path().join(format!("broker-{id}"));
+        let log = self.dir.path().join(format!("{log_name}-{id}.log"));
+        let a = vec![
+            "--id".to_owned(),
+            id.to_string(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--data-dir".to_owned(),
+            data.display().to_string(),
+            "--zookeeper".to_owned(),
+            self.zk.connect_string(),
+            "--zookeeper-session-timeout-ms".to_owned(),
+            SESSION_TIMEOUT_MS.to_owned(),
+            "--replica-lag-time-max-ms".to_owned(),
+            "10000".to_owned(),
+        ];
+        let broker = BrokerProcess::start(id, &a, &log, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}"));
+        self.brokers.insert(id, broker);
     }
 
     /// The live brokers' addresses, comma-separated, for `-b`.
@@ -121,14 +128,16 @@ impl Cluster {
 
     /// The tails of the brokers' logs, for failure messages.
     fn logs(&self) -> String {
-        BROKERS
-            .iter()
-            .map(|id| {
-                let log = self.dir.path().join(format!("broker-{id}.log"));
-                format!("--- broker {id} ---\n{}", tail(&log, 25))
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        let mut out = Vec::new();
+        for name in ["broker", "restarted"] {
+            for id in BROKERS {
+                let log = self.dir.path().join(format!("{name}-{id}.log"));
+                if log.exists() {
+                    out.push(format!("--- {name} {id} ---\n{}", tail(&log, 25)));
+                }
+            }
+        }
+        out.join("\n")
     }
 
     /// Produces messages `range` with acks=all: key `key-<i>`, value `value-<i>`, headers
@@ -386,21 +395,37 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
     cluster.produce(1000..2000, "second");
     assert_all_read_back(&cluster.consume_all(), 2000, 1000);
 
-    // K2.1 through `admin`: the deletion request lands (with a replica offline the controller
-    // may keep the topic marked until that broker returns, as Kafka does).
+    // The killed broker restarts on its data directory (FileLog recovery), registers with a
+    // new broker epoch and catches up: every ISR is full again (K5).
+    cluster.start_broker(victim, "restarted");
+    cluster.wait_metadata("the restarted broker back in every ISR", |m| {
+        m.len() == PARTITIONS as usize
+            && m.values()
+                .all(|p| p.leader > 0 && p.isr.len() == p.replicas.len())
+    });
+    assert_all_read_back(&cluster.consume_all(), 2000, 1000);
+
+    // K2.1 through `admin`: with every replica online the controller deletes the topic.
     let out = cluster.admin(&["delete-topic", TOPIC]);
     assert!(out.ok, "admin delete-topic: {}\n{}", out.stdout, out.stderr);
-    let described = cluster.admin(&["describe", TOPIC]);
-    assert!(
-        described.stdout.contains("MarkedForDeletion: true")
-            || described.stderr.contains("does not exist"),
-        "after delete-topic:\n{}\n{}",
-        described.stdout,
-        described.stderr
-    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let described = cluster.admin(&["describe", TOPIC]);
+        if described.stderr.contains("does not exist") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "topic not deleted:\n{}\n{}\n{}",
+            described.stdout,
+            described.stderr,
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     eprintln!(
-        "kcat cluster test: killed broker {victim}; took {:.1}s",
+        "kcat cluster test: killed and restarted broker {victim}; took {:.1}s",
         started.elapsed().as_secs_f64()
     );
 }
