@@ -429,3 +429,95 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
         started.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn kcat_against_a_single_in_memory_broker_then_sigterm_stops_it_cleanly() {
+    let name = "kcat_against_a_single_in_memory_broker_then_sigterm_stops_it_cleanly";
+    if !kcat_present() {
+        if std::env::var_os("CI").is_some() {
+            panic!("kcat is required under CI (Debian package `kcat`)");
+        }
+        eprintln!("SKIPPED {name}: kcat not found (set CI to make this a failure)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("broker.log");
+    let mut broker = BrokerProcess::start(
+        1,
+        &args(&[
+            "--id",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--memory",
+            "--topic",
+            "orders:2",
+        ]),
+        &log,
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let b = broker.addr.clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = run(
+            "kcat",
+            &args(&["-b", &b, "-L", "-t", "orders", "-m", "5"]),
+            "",
+            KCAT_LIMIT,
+        );
+        let m = parse_metadata(&out.stdout, "orders");
+        if m.len() == 2 && m.values().all(|p| p.leader == 1 && p.isr == vec![1]) {
+            assert!(out.stdout.contains("broker 1 at ") && out.stdout.contains("(controller)"));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "topic not online:\n{}\n{}\n{}",
+            out.stdout,
+            out.stderr,
+            tail(&log, 30)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let input: String = (0..100).map(|i| format!("k{i}:v{i}\n")).collect();
+    let out = run(
+        "kcat",
+        &args(&["-b", &b, "-P", "-t", "orders", "-K:", "-X", "acks=all"]),
+        &input,
+        KCAT_LIMIT,
+    );
+    assert!(out.ok, "kcat -P: {}", out.stderr);
+    let out = run(
+        "kcat",
+        &args(&[
+            "-b",
+            &b,
+            "-C",
+            "-t",
+            "orders",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            CONSUME_FORMAT,
+        ]),
+        "",
+        KCAT_LIMIT,
+    );
+    assert!(out.ok, "kcat -C: {}", out.stderr);
+    let got = parse_consumed(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let keys: BTreeSet<String> = got
+        .iter()
+        .map(|m| format!("{}:{}", m.key, m.value))
+        .collect();
+    let expected: BTreeSet<String> = (0..100).map(|i| format!("k{i}:v{i}")).collect();
+    assert_eq!(keys, expected);
+    assert_eq!(got.len(), 100);
+    assert!(
+        broker.terminate(Duration::from_secs(20)),
+        "broker did not exit cleanly on SIGTERM:\n{}",
+        tail(&log, 30)
+    );
+    assert!(tail(&log, 30).contains("broker node stopped"));
+}

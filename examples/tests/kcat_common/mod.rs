@@ -84,6 +84,26 @@ impl BrokerProcess {
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Sends SIGTERM and waits up to `timeout` for the exit; true if it exited successfully.
+    pub fn terminate(&mut self, timeout: Duration) -> bool {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !sent {
+            return false;
+        }
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status.success(),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => return false,
+            }
+        }
+        false
+    }
 }
 
 impl Drop for BrokerProcess {
