@@ -431,8 +431,8 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
 }
 
 #[test]
-fn kcat_against_a_single_in_memory_broker_then_sigterm_stops_it_cleanly() {
-    let name = "kcat_against_a_single_in_memory_broker_then_sigterm_stops_it_cleanly";
+fn kcat_against_a_single_in_memory_broker_with_auto_created_topics_then_sigterm_stops_it_cleanly() {
+    let name = "kcat_against_a_single_in_memory_broker_with_auto_created_topics_then_sigterm_stops_it_cleanly";
     if !kcat_present() {
         if std::env::var_os("CI").is_some() {
             panic!("kcat is required under CI (Debian package `kcat`)");
@@ -514,6 +514,47 @@ fn kcat_against_a_single_in_memory_broker_then_sigterm_stops_it_cleanly() {
     let expected: BTreeSet<String> = (0..100).map(|i| format!("k{i}:v{i}")).collect();
     assert_eq!(keys, expected);
     assert_eq!(got.len(), 100);
+    // auto.create.topics.enable: producing to an unknown topic creates it (1 partition).
+    let out = run(
+        "kcat",
+        &args(&["-b", &b, "-P", "-t", "auto", "-K:", "-X", "acks=all"]),
+        "a:1\nb:2\n",
+        KCAT_LIMIT,
+    );
+    assert!(
+        out.ok,
+        "kcat -P to a new topic: {}\n{}",
+        out.stderr,
+        tail(&log, 30)
+    );
+    let out = run(
+        "kcat",
+        &args(&[
+            "-b",
+            &b,
+            "-C",
+            "-t",
+            "auto",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            CONSUME_FORMAT,
+        ]),
+        "",
+        KCAT_LIMIT,
+    );
+    let got = parse_consumed(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let pairs: Vec<(i32, String, String)> = got
+        .into_iter()
+        .map(|m| (m.partition, m.key, m.value))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![(0, "a".into(), "1".into()), (0, "b".into(), "2".into())],
+        "{}",
+        out.stderr
+    );
     assert!(
         broker.terminate(Duration::from_secs(20)),
         "broker did not exit cleanly on SIGTERM:\n{}",

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use ha_examples::node::{BrokerNode, LogPlacement, NodeConfig};
+use ha_examples::node::{AutoCreateConfig, BrokerNode, LogPlacement, NodeConfig};
 use kafka_controller::admin;
 use kafka_controller::assignment::AssignmentStart;
 use kafka_controller::coordination::{
@@ -64,6 +64,15 @@ struct Args {
     /// `min.insync.replicas`.
     #[arg(long, default_value_t = 1)]
     min_insync_replicas: usize,
+    /// `auto.create.topics.enable`: a Metadata request for an unknown topic creates it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    auto_create_topics: bool,
+    /// `num.partitions`: partitions of an auto-created topic.
+    #[arg(long, default_value_t = 1)]
+    num_partitions: i32,
+    /// `default.replication.factor`: replicas of an auto-created topic's partitions.
+    #[arg(long, default_value_t = 1)]
+    default_replication_factor: i32,
     /// `auto.leader.rebalance.enable`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     auto_leader_rebalance: bool,
@@ -116,6 +125,10 @@ async fn run(args: Args) -> Result<(), String> {
     config.broker.partition.replica_lag_time_max_ms = args.replica_lag_time_max_ms;
     config.broker.partition.min_insync_replicas = args.min_insync_replicas;
     config.controller.auto_leader_rebalance_enable = args.auto_leader_rebalance;
+    config.auto_create_topics = args.auto_create_topics.then_some(AutoCreateConfig {
+        partitions: args.num_partitions,
+        replication_factor: args.default_replication_factor,
+    });
     let (session, admin_session): (Arc<dyn Coordination>, Option<Arc<dyn Coordination>>) =
         match &args.zookeeper {
             Some(connect) => {

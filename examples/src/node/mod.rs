@@ -2,9 +2,12 @@
 //! It composes the existing pieces the way the `cluster` demo does, on any coordination store
 //! (a real ZooKeeper ensemble through `ZooKeeperCoordination`, or in memory):
 //!
-//! 1. the data plane: a [`Broker`] (K3 server, `KafkaApis`, replication) over a [`NodeLog`]
-//!    per partition ([`LogPlacement`]: files in a data directory, or memory), writing ISR
-//!    changes with [`ZkIsrWriter`] and finding leaders in a [`StoreAddressBook`];
+//! 1. the data plane, built as [`Broker::start`](crate::broker::Broker::start) builds it: a
+//!    `ReplicaManager` over a [`NodeLog`] per partition ([`LogPlacement`]: files in a data
+//!    directory, or memory), its [`ReplicaDriver`] writing ISR changes with [`ZkIsrWriter`]
+//!    and fetching over [`TcpLeaderLink`]s from leaders found in a [`StoreAddressBook`], and
+//!    [`KafkaApis`] behind the K3 server — here wrapped in [`AutoCreateTopics`] (Kafka's
+//!    `auto.create.topics.enable`);
 //! 2. [`IsrChangePropagator`]: batched ISR change notifications for the controller;
 //! 3. [`BrokerRegistrar`]: `/brokers/ids/<id>` with the broker epoch (KIP-380), registered again
 //!    after a session expiry;
@@ -32,6 +35,7 @@
 //! ```
 
 mod addresses;
+mod auto_create;
 mod log;
 
 use std::net::SocketAddr;
@@ -44,14 +48,19 @@ use kafka_controller::coordination::Coordination;
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkError};
 
 pub use addresses::{endpoint_of, StoreAddressBook};
+pub use auto_create::{AutoCreateConfig, AutoCreateTopics};
 pub use log::{partition_dir, LogPlacement, NodeLog};
 
-use crate::broker::{Broker, BrokerConfig, TcpBrokerChannel};
+use kafka_replication::replica_manager::ReplicaManager;
+
+use crate::broker::{
+    BrokerConfig, KafkaApis, LinkFactory, ReplicaDriver, TcpBrokerChannel, TcpLeaderLink,
+};
 use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
     ZkIsrWriter,
 };
-use crate::server::ServerError;
+use crate::server::{Server, ServerConfig, ServerError, ServerHandle};
 
 /// The listener name brokers register and reach each other on.
 pub const LISTENER: &str = "PLAINTEXT";
@@ -95,10 +104,13 @@ pub struct NodeConfig {
     pub channel_timeout: Duration,
     /// How often the other brokers' addresses are re-read besides the watch.
     pub address_refresh: Duration,
+    /// Topic auto-creation on Metadata (`auto.create.topics.enable`); `None`: off.
+    pub auto_create_topics: Option<AutoCreateConfig>,
 }
 
 impl NodeConfig {
-    /// Broker `id` listening on `listen`, logs in `./data`, Kafka's defaults for the rest.
+    /// Broker `id` listening on `listen`, logs in `./data`, Kafka's defaults for the rest
+    /// (topics auto-created with 1 partition of 1 replica).
     pub fn new(id: i32, listen: SocketAddr) -> Self {
         NodeConfig {
             broker: BrokerConfig::new(id, listen),
@@ -109,6 +121,7 @@ impl NodeConfig {
             isr_propagation: IsrPropagationConfig::default(),
             channel_timeout: Duration::from_secs(5),
             address_refresh: Duration::from_secs(2),
+            auto_create_topics: Some(AutoCreateConfig::default()),
         }
     }
 
@@ -122,10 +135,14 @@ impl NodeConfig {
     }
 }
 
+/// The request handler of a node.
+pub type NodeApis = KafkaApis<NodeLog, TcpLeaderLink, ZkIsrWriter>;
+
 /// A running broker node: data plane, registration, ISR propagation and controller.
 pub struct BrokerNode {
     id: i32,
-    broker: Broker<NodeLog, ZkIsrWriter>,
+    apis: Arc<NodeApis>,
+    server: ServerHandle,
     controller: ControllerHandle,
     registered: RegisteredBroker,
     propagator: IsrChangePropagator,
@@ -151,6 +168,36 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The data plane as [`Broker::start`](crate::broker::Broker::start) composes it, with
+/// [`AutoCreateTopics`] in front of [`KafkaApis`].
+async fn start_data_plane(
+    config: &NodeConfig,
+    isr_writer: ZkIsrWriter,
+    addresses: crate::broker::AddressBook,
+    store: Arc<dyn Coordination>,
+) -> Result<(Arc<NodeApis>, ServerHandle), ServerError> {
+    let b = &config.broker;
+    let id = b.id;
+    let manager = ReplicaManager::new(id, b.partition, 0, config.logs.factory());
+    let timeout = b.leader_link_timeout;
+    let links: LinkFactory<TcpLeaderLink> =
+        Box::new(move |leader| TcpLeaderLink::new(id, leader, addresses.clone(), timeout));
+    let driver = ReplicaDriver::start(manager, links, isr_writer, b.fetcher);
+    let apis = Arc::new(KafkaApis::new(id, b.cluster_id.clone(), driver));
+    let handler = AutoCreateTopics::new(apis.clone(), store, config.auto_create_topics);
+    let server_config = ServerConfig {
+        broker: id,
+        ..Default::default()
+    };
+    match Server::bind(b.listen, server_config, Arc::new(handler)).await {
+        Ok(server) => Ok((apis, server)),
+        Err(e) => {
+            apis.driver().shutdown().await;
+            Err(e)
+        }
+    }
+}
+
 impl BrokerNode {
     /// Starts the node on `session` (this broker's own client of the store): the server
     /// first, then the registration with the bound port, then the controller campaign.
@@ -169,14 +216,9 @@ impl BrokerNode {
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());
         let isr_writer = ZkIsrWriter::new(session.clone(), changes.clone());
         let addresses = StoreAddressBook::spawn(session.clone(), LISTENER, config.address_refresh);
-        let broker = Broker::start(
-            config.broker.clone(),
-            config.logs.factory(),
-            isr_writer,
-            addresses.book(),
-        )
-        .await?;
-        let addr = broker.local_addr();
+        let (apis, server) =
+            start_data_plane(&config, isr_writer, addresses.book(), session.clone()).await?;
+        let addr = server.local_addr();
         let registration =
             BrokerRegistration::plaintext(&host, addr.port(), config.rack.as_deref(), now_ms());
         let registered = match BrokerRegistrar::new(session.clone(), id, registration)
@@ -185,7 +227,8 @@ impl BrokerNode {
         {
             Ok(r) => r,
             Err(e) => {
-                broker.shutdown().await;
+                server.shutdown().await;
+                apis.driver().shutdown().await;
                 return Err(e.into());
             }
         };
@@ -198,7 +241,8 @@ impl BrokerNode {
         tracing::info!(broker = id, %addr, broker_epoch = registered.broker_epoch(), "broker node started");
         Ok(BrokerNode {
             id,
-            broker,
+            apis,
+            server,
             controller,
             registered,
             propagator,
@@ -214,7 +258,7 @@ impl BrokerNode {
 
     /// The address the broker listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.broker.local_addr()
+        self.server.local_addr()
     }
 
     /// The current broker epoch (KIP-380), `None` while not registered.
@@ -227,9 +271,9 @@ impl BrokerNode {
         &self.controller
     }
 
-    /// The data plane.
-    pub fn broker(&self) -> &Broker<NodeLog, ZkIsrWriter> {
-        &self.broker
+    /// The request handler (and through it, [`KafkaApis::driver`]).
+    pub fn apis(&self) -> &NodeApis {
+        &self.apis
     }
 
     /// Where the other brokers listen, as last read from the store.
@@ -248,7 +292,8 @@ impl BrokerNode {
     pub async fn shutdown(self) {
         let BrokerNode {
             id,
-            broker,
+            apis,
+            server,
             controller,
             registered,
             propagator,
@@ -277,7 +322,8 @@ impl BrokerNode {
             }
         }
         propagator.stop();
-        broker.shutdown().await;
+        server.shutdown().await;
+        apis.driver().shutdown().await;
         drop(addresses);
         tracing::info!(broker = id, "broker node stopped");
     }
