@@ -46,12 +46,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::Coordination;
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkError};
+use kafka_replication::replica_manager::ReplicaManager;
 
 pub use addresses::{endpoint_of, StoreAddressBook};
 pub use auto_create::{AutoCreateConfig, AutoCreateTopics};
 pub use log::{partition_dir, LogPlacement, NodeLog};
-
-use kafka_replication::replica_manager::ReplicaManager;
 
 use crate::broker::{
     BrokerConfig, KafkaApis, LinkFactory, ReplicaDriver, TcpBrokerChannel, TcpLeaderLink,
