@@ -9,6 +9,8 @@
 //!   and a verdict on the acknowledged records.
 //! - [`glue`]: the broker's side of the coordination store — ISR writes on the partition-state
 //!   znodes with ISR change notifications, and the broker's registration.
+//! - [`node`]: one complete broker node — data plane, registration, ISR propagation and a
+//!   campaigning controller on a coordination store — as the `broker` binary runs it.
 //! - [`server`]: the network layer of a broker (SPEC K3): acceptor, processors, a bounded
 //!   request channel and handler workers, responses in request order.
 //! - [`zab_coordination`]: the controller's coordination store replicated by `zab-core` — an
@@ -19,6 +21,7 @@
 pub mod broker;
 pub mod cluster;
 pub mod glue;
+pub mod node;
 pub mod server;
 pub mod zab_coordination;
 pub mod zookeeper_backend;
