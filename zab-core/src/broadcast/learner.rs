@@ -140,10 +140,19 @@ impl LearnerBroadcast {
         let zxid = Zxid(p.zxid);
         match (self.phase, p.kind) {
             (Phase::Left, _) => {}
-            (Phase::AwaitingPlan, packet_type::DIFF) => self.phase = Phase::Syncing,
+            (Phase::AwaitingPlan, packet_type::DIFF) => {
+                // Our log up to the leader's DIFF point is part of its committed history, even
+                // the proposals whose COMMIT we missed before this sync.
+                self.commit_logged(zxid.min(self.last_logged));
+                self.phase = Phase::Syncing;
+            }
             (Phase::AwaitingPlan, packet_type::TRUNC) => {
+                if zxid > self.last_logged {
+                    return self.abandon("TRUNC beyond our log");
+                }
                 self.actions.push_back(BroadcastAction::Truncate(zxid));
                 self.last_logged = zxid;
+                self.commit_logged(zxid);
                 self.phase = Phase::Syncing;
             }
             (Phase::AwaitingPlan, packet_type::SNAP) => {
@@ -218,6 +227,12 @@ impl LearnerBroadcast {
             // Heartbeats are the discovery layer's; anything else is out of place.
             (_, packet_type::PING) => {}
             _ => self.abandon("unexpected packet during sync or broadcast"),
+        }
+    }
+
+    fn commit_logged(&mut self, zxid: Zxid) {
+        if zxid > Zxid::ZERO {
+            self.actions.push_back(BroadcastAction::CommitLogged(zxid));
         }
     }
 

@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
 use super::packet::{decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION};
 use super::QuorumPacket;
-use crate::broadcast::{choose_sync, leader_sync_packets};
+use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
 use crate::quorum::QuorumVerifier;
 use crate::store::PersistedEpochs;
 use crate::txnlog::{Snapshot, Txn};
@@ -300,6 +300,14 @@ impl LeaderDiscovery {
             return;
         }
         self.phase = Phase::Established;
+        // The whole history of the new leader is committed in its epoch, including proposals
+        // it logged as a follower without seeing their COMMIT.
+        if self.own.last_zxid > 0 {
+            self.actions
+                .push_back(DiscoveryAction::Zab(BroadcastAction::CommitLogged(Zxid(
+                    self.own.last_zxid,
+                ))));
+        }
         info!(
             sid = self.me.0,
             epoch = self.new_epoch,

@@ -68,6 +68,14 @@ impl Replication {
             BroadcastAction::Log(txns) => self.log.append(&txns)?,
             // Already in the state (replayed from the log at start-up): skip.
             BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => self.sm.apply(&t),
+            BroadcastAction::CommitLogged(z) => {
+                for t in self.log.read_after(self.sm.last_applied())? {
+                    if t.zxid > z {
+                        break;
+                    }
+                    self.sm.apply(&t);
+                }
+            }
             BroadcastAction::Truncate(z) => {
                 self.log.truncate(z)?;
                 if self.sm.last_applied() > z {
