@@ -21,7 +21,9 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
-use super::packet::{decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION};
+use super::packet::{
+    check_learner_claim, decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION,
+};
 use super::QuorumPacket;
 use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
 use crate::quorum::QuorumVerifier;
@@ -328,6 +330,12 @@ impl LeaderDiscovery {
         }
         if let Some(l) = self.learners.get_mut(&from) {
             l.last_heard = now;
+        }
+        // A learner claiming what no correct learner holds is dropped; the rest go on.
+        if let Err(e) = check_learner_claim(&p, from.0, self.proposed_epoch()) {
+            warn!(sid = from.0, "refusing learner: {e}");
+            self.drop_learner(from);
+            return;
         }
         match p.kind {
             packet_type::FOLLOWERINFO | packet_type::OBSERVERINFO => {
