@@ -156,7 +156,11 @@ impl LearnerBroadcast {
                 self.phase = Phase::Syncing;
             }
             (Phase::AwaitingPlan, packet_type::SNAP) => {
-                let data = p.data.unwrap_or_default();
+                // Ours carries the snapshot; ZooKeeper's (null data, raw body after it) cannot
+                // be restored here, and an empty state in its place would lose the history.
+                let Some(data) = p.data else {
+                    return self.abandon("SNAP without a snapshot in its data");
+                };
                 self.actions
                     .push_back(BroadcastAction::RestoreSnapshot(Snapshot { zxid, data }));
                 self.last_logged = zxid;
