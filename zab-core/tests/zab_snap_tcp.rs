@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use zab_core::broadcast::{
-    choose_sync, leader_sync_packets, BroadcastAction, LearnerBroadcast, SyncPlan,
+    choose_sync, leader_sync_packets, BroadcastAction, LearnerBroadcast, LearnerOptions, SyncPlan,
 };
 use zab_core::discovery::{packet_type, LearnerInfo, QuorumPacket};
 use zab_core::state_machine::{RecordingStateMachine, StateMachine};
@@ -115,10 +115,11 @@ async fn snap_sync_over_loopback_tcp_restores_the_snapshot_and_the_log_after_it(
 }
 
 #[tokio::test]
-async fn a_snap_without_a_snapshot_is_refused_not_restored_as_empty() {
-    // ZooKeeper's SNAP (null data) is followed by a raw data tree we cannot restore: the
-    // learner gives up on that leader instead of restoring an empty state.
-    let mut core = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+async fn a_snap_without_a_snapshot_is_refused_by_a_learner_with_a_log() {
+    // ZooKeeper's SNAP (null data) is followed by a raw data tree we cannot restore: a learner
+    // keeping a log gives up on that leader instead of restoring an empty state.
+    let with_log = LearnerOptions::default().with_follow_broadcast(true);
+    let mut core = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, with_log);
     core.handle_packet(QuorumPacket::new(packet_type::SNAP, Zxid::new(1, 5).0));
     let actions: Vec<BroadcastAction> = std::iter::from_fn(|| core.poll_action()).collect();
     assert!(

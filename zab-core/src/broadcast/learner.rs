@@ -56,7 +56,6 @@ pub struct LearnerBroadcast {
     leader: ServerId,
     observer: bool,
     epoch: i64,
-    #[cfg_attr(not(feature = "broken-sync-for-tests"), allow(dead_code))]
     options: LearnerOptions,
     phase: Phase,
     /// Last zxid logged or queued for logging.
@@ -157,9 +156,15 @@ impl LearnerBroadcast {
             }
             (Phase::AwaitingPlan, packet_type::SNAP) => {
                 // Ours carries the snapshot; ZooKeeper's (null data, raw body after it) cannot
-                // be restored here, and an empty state in its place would lose the history.
-                let Some(data) = p.data else {
-                    return self.abandon("SNAP without a snapshot in its data");
+                // be restored here. A learner that keeps a log would lose its history to an
+                // empty state: it refuses. One without (following a real ZooKeeper leader for
+                // the election only) goes on, as it ignores the data anyway.
+                let data = match p.data {
+                    Some(d) => d,
+                    None if self.options.follow_broadcast => {
+                        return self.abandon("SNAP without a snapshot in its data");
+                    }
+                    None => Bytes::new(),
                 };
                 self.actions
                     .push_back(BroadcastAction::RestoreSnapshot(Snapshot { zxid, data }));
