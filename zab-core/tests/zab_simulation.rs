@@ -85,6 +85,8 @@ fn zab_tla_invariants_hold_under_faults() {
         total.heals += stats.heals;
         total.stream_resets += stats.stream_resets;
         total.writes += stats.writes;
+        total.snapshots += stats.snapshots;
+        total.snap_syncs += stats.snap_syncs;
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
@@ -93,6 +95,7 @@ fn zab_tla_invariants_hold_under_faults() {
         seeds.len() as f64 * 60.0 / secs.max(1e-9)
     );
     assert!(total.delivered > 0 && total.crashes > 0 && total.partitions > 0);
+    assert!(total.snapshots > 0 && total.snap_syncs > 0);
 }
 
 /// Seeds within which the simulation must catch the planted bug.

@@ -85,6 +85,7 @@ struct Node {
     down: BTreeMap<ServerId, u64>,
     stashed: BTreeMap<ServerId, (u64, QuorumPacket)>,
     crash_plan: Option<CrashPlan>,
+    since_snapshot: u64,
     // ghost: every transaction this server delivered (applied while serving), across crashes
     delivered: Vec<Txn>,
 }
@@ -103,6 +104,8 @@ pub struct Stats {
     pub heals: usize,
     pub stream_resets: usize,
     pub writes: usize,
+    pub snapshots: usize,
+    pub snap_syncs: usize,
     pub sim_time: Duration,
 }
 
@@ -129,6 +132,7 @@ pub struct ZabSim {
     econns: BTreeSet<(ServerId, ServerId)>,
     conns_dirty: bool,
     stream_reset: f64,
+    snap_count: u64,
     chaos_until: Instant,
     next_fault: Instant,
     next_write: Instant,
@@ -194,6 +198,7 @@ impl ZabSim {
                     down: BTreeMap::new(),
                     stashed: BTreeMap::new(),
                     crash_plan: None,
+                    since_snapshot: 0,
                     delivered: Vec::new(),
                 },
             );
@@ -202,6 +207,7 @@ impl ZabSim {
         let dup = rng.random_range(0.0..0.1);
         let max_delay = rng.random_range(1..60u64);
         let stream_reset = rng.random_range(0.0..0.01);
+        let snap_count = rng.random_range(3..40u64);
         let net = Network::new(nodes.keys().copied(), loss, dup, max_delay);
         ZabSim {
             seed: setup.seed,
@@ -217,6 +223,7 @@ impl ZabSim {
             econns: BTreeSet::new(),
             conns_dirty: false,
             stream_reset,
+            snap_count,
             chaos_until: origin + CHAOS,
             next_fault: origin + ms(300),
             next_write: origin + ms(50),
@@ -605,18 +612,22 @@ impl ZabSim {
                 if node.serving {
                     self.deliver(id, node, t)?;
                 }
+                self.applied(node, 1);
             }
             BroadcastAction::CommitLogged(z) => {
                 let logged = node
                     .log
                     .read_after(node.sm.last_applied())
                     .unwrap_or_default();
+                let mut n = 0;
                 for t in logged.into_iter().take_while(|t| t.zxid <= z) {
                     node.sm.apply(&t);
+                    n += 1;
                     if node.serving {
                         self.deliver(id, node, t)?;
                     }
                 }
+                self.applied(node, n);
             }
             BroadcastAction::Truncate(z) => {
                 node.log.truncate(z).ok();
@@ -625,6 +636,7 @@ impl ZabSim {
                 }
             }
             BroadcastAction::RestoreSnapshot(s) => {
+                self.stats.snap_syncs += 1;
                 node.log.clear().ok();
                 if let Err(e) = node.sm.restore(&s) {
                     return Err(self.fail(format!("server {} cannot restore: {e}", id.0)));
@@ -639,6 +651,19 @@ impl ZabSim {
             node.core.set_vote_data(data);
         }
         Ok(())
+    }
+
+    /// Every `snap_count` applied transactions, snapshot and compact the log (as the peer's
+    /// replication layer does).
+    fn applied(&mut self, node: &mut Node, n: u64) {
+        node.since_snapshot += n;
+        if node.since_snapshot >= self.snap_count {
+            node.since_snapshot = 0;
+            let s = node.sm.take_snapshot();
+            node.log.save_snapshot(&s).ok();
+            node.log.purge(s.zxid).ok();
+            self.stats.snapshots += 1;
+        }
     }
 
     fn on_decided(
