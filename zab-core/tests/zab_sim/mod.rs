@@ -10,7 +10,7 @@
 mod driver;
 mod invariants;
 #[path = "../sim/net.rs"]
-mod net;
+pub mod net;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
