@@ -9,10 +9,12 @@
 mod error;
 mod file;
 mod memory;
+mod retain;
 
 pub use error::TxnLogError;
 pub use file::FileTxnLog;
 pub use memory::MemoryTxnLog;
+pub use retain::MIN_SNAP_RETAIN_COUNT;
 
 use bytes::Bytes;
 
