@@ -4,7 +4,7 @@
 
 use crate::broadcast::{BroadcastAction, LeaderBroadcast};
 use crate::state_machine::{SnapshotError, StateMachine};
-use crate::txnlog::{Snapshot, SnapshotPolicy, Txn, TxnLog, TxnLogError};
+use crate::txnlog::{Snapshot, Txn, TxnLog, TxnLogError};
 use crate::zxid::Zxid;
 
 /// Why replication failed; the peer stops rather than continue with a log it cannot trust.
@@ -22,8 +22,6 @@ pub(super) struct Replication {
     pub(super) log: Box<dyn TxnLog>,
     pub(super) sm: Box<dyn StateMachine>,
     pub(super) leader: Option<LeaderBroadcast>,
-    policy: SnapshotPolicy,
-    since_snapshot: u64,
 }
 
 impl Replication {
@@ -36,8 +34,6 @@ impl Replication {
             log,
             sm,
             leader: None,
-            policy: SnapshotPolicy::default(),
-            since_snapshot: 0,
         };
         r.reload()?;
         Ok(r)
@@ -66,39 +62,19 @@ impl Replication {
         Ok((base, self.log.read_after(base)?, snapshot))
     }
 
-    /// `n` more committed transactions were applied: every `snap_count` of them, snapshot
-    /// the state and compact the log it covers. (Only committed transactions reach here:
-    /// applies follow the sync plan, which cut any uncommitted tail a restart replayed.)
-    fn applied(&mut self, n: u64) -> Result<(), ReplicationError> {
-        self.since_snapshot += n;
-        if self.since_snapshot >= self.policy.snap_count.max(1) {
-            self.since_snapshot = 0;
-            let s = self.sm.take_snapshot();
-            self.log.save_snapshot(&s)?;
-            self.log.purge(s.zxid)?;
-        }
-        Ok(())
-    }
-
     /// Carries out a log or state-machine action (learner side, or the leader's own).
     pub(super) fn carry_out(&mut self, a: BroadcastAction) -> Result<(), ReplicationError> {
         match a {
             BroadcastAction::Log(txns) => self.log.append(&txns)?,
             // Already in the state (replayed from the log at start-up): skip.
-            BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => {
-                self.sm.apply(&t);
-                self.applied(1)?;
-            }
+            BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => self.sm.apply(&t),
             BroadcastAction::CommitLogged(z) => {
-                let mut n = 0;
                 for t in self.log.read_after(self.sm.last_applied())? {
                     if t.zxid > z {
                         break;
                     }
                     self.sm.apply(&t);
-                    n += 1;
                 }
-                self.applied(n)?;
             }
             BroadcastAction::Truncate(z) => {
                 self.log.truncate(z)?;

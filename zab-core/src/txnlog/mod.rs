@@ -70,6 +70,10 @@ pub enum FsyncPolicy {
 }
 
 /// When a server snapshots its state machine and compacts its log (ZooKeeper's `snapCount`).
+///
+/// Snapshot only while serving an established epoch: then everything applied is committed.
+/// A learner applies synced transactions before the leader established its epoch, and a
+/// later leader may still cut those by TRUNC; a snapshot taken then would keep them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotPolicy {
     /// Take a snapshot after this many committed transactions were applied since the last

@@ -314,7 +314,10 @@ impl ZabSim {
     /// replication layer does).
     pub(super) fn applied(&mut self, node: &mut Node, n: u64) {
         node.since_snapshot += n;
-        if node.since_snapshot >= self.snap_count {
+        // Only while serving: then everything applied is committed. During a sync with a
+        // leader that has not established its epoch yet, applied proposals may still be cut
+        // by a later leader's TRUNC, and a snapshot would make them permanent.
+        if node.serving && node.since_snapshot >= self.snap_count {
             node.since_snapshot = 0;
             let s = node.sm.take_snapshot();
             node.log.save_snapshot(&s).ok();

@@ -209,7 +209,10 @@ impl ZabSim {
         let dup = rng.random_range(0.0..0.1);
         let max_delay = rng.random_range(1..60u64);
         let stream_reset = rng.random_range(0.0..0.01);
-        let snap_count = rng.random_range(3..40u64);
+        let mut snap_count = rng.random_range(3..40u64);
+        if std::env::var("ZAB_SIM_NO_SNAP").is_ok() {
+            snap_count = u64::MAX;
+        }
         let net = Network::new(nodes.keys().copied(), loss, dup, max_delay);
         ZabSim {
             seed: setup.seed,
