@@ -181,3 +181,93 @@ async fn z2_observer_learns_committed_writes_and_forwards_its_own() {
     assert_eq!(servers[3].sm.applied(), reference);
     assert_eq!(servers[3].log.txns(), reference);
 }
+
+/// ZooKeeper's `snapCount` on a running ensemble: every server snapshots every 10 committed
+/// writes and compacts its log; a server that was down while the others compacted past its
+/// last zxid is brought back by SNAP from the leader's snapshot, then DIFF of the log after it.
+#[tokio::test]
+async fn z2_peers_snapshot_every_snap_count_and_a_server_behind_the_compaction_is_synced_by_snap() {
+    use zab_core::txnlog::{SnapshotPolicy, TxnLog};
+
+    let policy = SnapshotPolicy { snap_count: 10 };
+    let net = MemoryNetwork::new();
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server {
+            store: MemoryElectionStore::default(),
+            log: MemoryTxnLog::new(),
+            sm: Shared::default(),
+        })
+        .collect();
+    let start_snapping = |sid: i64, s: &Server| {
+        let net = net.clone();
+        let (store, log, sm) = (s.store.clone(), s.log.clone(), s.sm.clone());
+        async move {
+            QuorumPeer::new(
+                config(sid, &[1, 2, 3], &[]),
+                net.endpoint(ServerId(sid)),
+                store,
+            )
+            .await
+            .unwrap()
+            .with_replication(Box::new(log), Box::new(sm))
+            .unwrap()
+            .with_snapshot_policy(policy)
+            .spawn()
+        }
+    };
+    let mut h = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        h.push(start_snapping(i as i64 + 1, s).await);
+    }
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    for i in 0..5 {
+        assert!(h[2].propose(format!("w{i}").into()));
+    }
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 5).await;
+
+    // Server 1 goes down; 40 more writes: the others snapshot and compact past its history.
+    h[0].kill();
+    for i in 5..45 {
+        assert!(h[2].propose(format!("w{i}").into()));
+    }
+    wait_applied(&[&servers[1], &servers[2]], 45).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for s in &servers[1..] {
+        let snap = s
+            .log
+            .latest_snapshot()
+            .unwrap()
+            .expect("a snapshot was taken");
+        assert!(snap.zxid >= servers[2].sm.applied()[39].zxid, "{snap:?}");
+        let logged = s.log.txns();
+        assert!(
+            logged.len() < 45,
+            "the log was compacted: {} left",
+            logged.len()
+        );
+        assert!(logged.iter().all(|t| t.zxid > snap.zxid));
+    }
+
+    // The leader goes down too; server 1 restarts from its own (old) log. Server 2 leads the
+    // next epoch from its snapshot and the log after it, so 1, behind the compaction, can only
+    // be synced by SNAP.
+    h[2].kill();
+    servers[0].sm.with(|s| s.reset());
+    h[0] = start_snapping(1, &servers[0]).await;
+    settled(&[&h[0], &h[1]], SETTLE).await;
+    wait_applied(&[&servers[0], &servers[1]], 45).await;
+    assert!(
+        servers[0].log.latest_snapshot().unwrap().is_some(),
+        "server 1 got the leader's snapshot"
+    );
+    // Server 3 comes back too; all three agree.
+    servers[2].sm.with(|s| s.reset());
+    h[2] = start_snapping(3, &servers[2]).await;
+    settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    wait_applied(&servers.iter().collect::<Vec<_>>(), 45).await;
+    let reference = servers[1].sm.applied();
+    assert_eq!(reference.len(), 45);
+    for s in &servers {
+        assert_eq!(s.sm.applied(), reference);
+    }
+}

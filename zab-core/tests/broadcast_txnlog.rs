@@ -206,3 +206,50 @@ fn state_machine_snapshot_round_trips_and_bad_snapshots_are_typed_errors() {
     };
     assert!(other.restore(&bad).is_err());
 }
+
+#[test]
+fn txnlog_file_keeps_the_newest_snapshots_and_still_falls_back_past_a_damaged_one() {
+    use zab_core::txnlog::MIN_SNAP_RETAIN_COUNT;
+    let dir = tempfile::tempdir().unwrap();
+    let log = {
+        let mut log = FileTxnLog::open(dir.path(), FsyncPolicy::EveryAppend).unwrap();
+        for c in 1..=6u32 {
+            let s = Snapshot {
+                zxid: Zxid::new(1, c),
+                data: format!("state {c}").into(),
+            };
+            log.save_snapshot(&s).unwrap();
+        }
+        log
+    };
+    // autopurge.snapRetainCount below ZooKeeper's minimum of 3 counts as 3.
+    let deleted = log.purge_snapshots(1).unwrap();
+    assert_eq!(deleted.len(), 6 - MIN_SNAP_RETAIN_COUNT);
+    let left = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("snapshot.")
+        })
+        .count();
+    assert_eq!(left, MIN_SNAP_RETAIN_COUNT);
+    assert_eq!(
+        log.latest_snapshot().unwrap().map(|s| s.zxid),
+        Some(Zxid::new(1, 6))
+    );
+    // The newest is damaged on disk: the next kept one is used.
+    let newest = dir
+        .path()
+        .join(format!("snapshot.{:016x}", Zxid::new(1, 6).0));
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&newest, bytes).unwrap();
+    assert_eq!(
+        log.latest_snapshot().unwrap().map(|s| s.zxid),
+        Some(Zxid::new(1, 5))
+    );
+}

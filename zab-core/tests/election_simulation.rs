@@ -105,9 +105,9 @@ fn simulation_reliable_network_never_decides_two_leaders_in_one_round() {
             ..ElectionConfig::default()
         };
         let mut sim = Sim::new(seed, voters, observers, config);
-        sim.loss = 0.0;
-        sim.dup = 0.0;
-        sim.max_delay = 50;
+        sim.net.loss = 0.0;
+        sim.net.dup = 0.0;
+        sim.net.max_delay = 50;
         sim.chaos_until = sim.origin;
         let report = match sim.run() {
             Ok(r) => r,
@@ -131,9 +131,9 @@ fn simulation_fast_decide_elects_sooner_than_finalize_wait_on_a_fast_network() {
                 ..ElectionConfig::default()
             };
             let mut sim = Sim::new(seed, voters, observers, config);
-            sim.loss = 0.0;
-            sim.dup = 0.0;
-            sim.max_delay = 2;
+            sim.net.loss = 0.0;
+            sim.net.dup = 0.0;
+            sim.net.max_delay = 2;
             sim.chaos_until = sim.origin;
             match sim.run() {
                 Ok(r) => times.push(r.first_leader.unwrap_or(SETTLE_BOUND)),

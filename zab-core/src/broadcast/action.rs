@@ -25,6 +25,11 @@ pub enum BroadcastAction {
     RestoreSnapshot(Snapshot),
     /// Apply a committed transaction to the state machine (in zxid order).
     Apply(Txn),
+    /// Every transaction in the log up to and including this zxid is committed: apply, in
+    /// zxid order, those the state machine has not applied yet. A learner synced by DIFF (or
+    /// cut back by TRUNC) may hold logged proposals whose COMMIT it never received; the
+    /// leader's choice vouches for them. A new leader commits its whole log the same way.
+    CommitLogged(Zxid),
     /// Durably store `currentEpoch`.
     PersistCurrentEpoch(i64),
     /// The learner received UPTODATE: it may serve in this epoch.

@@ -56,7 +56,6 @@ pub struct LearnerBroadcast {
     leader: ServerId,
     observer: bool,
     epoch: i64,
-    #[cfg_attr(not(feature = "broken-sync-for-tests"), allow(dead_code))]
     options: LearnerOptions,
     phase: Phase,
     /// Last zxid logged or queued for logging.
@@ -140,14 +139,33 @@ impl LearnerBroadcast {
         let zxid = Zxid(p.zxid);
         match (self.phase, p.kind) {
             (Phase::Left, _) => {}
-            (Phase::AwaitingPlan, packet_type::DIFF) => self.phase = Phase::Syncing,
+            (Phase::AwaitingPlan, packet_type::DIFF) => {
+                // Our log up to the leader's DIFF point is part of its committed history, even
+                // the proposals whose COMMIT we missed before this sync.
+                self.commit_logged(zxid.min(self.last_logged));
+                self.phase = Phase::Syncing;
+            }
             (Phase::AwaitingPlan, packet_type::TRUNC) => {
+                if zxid > self.last_logged {
+                    return self.abandon("TRUNC beyond our log");
+                }
                 self.actions.push_back(BroadcastAction::Truncate(zxid));
                 self.last_logged = zxid;
+                self.commit_logged(zxid);
                 self.phase = Phase::Syncing;
             }
             (Phase::AwaitingPlan, packet_type::SNAP) => {
-                let data = p.data.unwrap_or_default();
+                // Ours carries the snapshot; ZooKeeper's (null data, raw body after it) cannot
+                // be restored here. A learner that keeps a log would lose its history to an
+                // empty state: it refuses. One without (following a real ZooKeeper leader for
+                // the election only) goes on, as it ignores the data anyway.
+                let data = match p.data {
+                    Some(d) => d,
+                    None if self.options.follow_broadcast => {
+                        return self.abandon("SNAP without a snapshot in its data");
+                    }
+                    None => Bytes::new(),
+                };
                 self.actions
                     .push_back(BroadcastAction::RestoreSnapshot(Snapshot { zxid, data }));
                 self.last_logged = zxid;
@@ -218,6 +236,12 @@ impl LearnerBroadcast {
             // Heartbeats are the discovery layer's; anything else is out of place.
             (_, packet_type::PING) => {}
             _ => self.abandon("unexpected packet during sync or broadcast"),
+        }
+    }
+
+    fn commit_logged(&mut self, zxid: Zxid) {
+        if zxid > Zxid::ZERO {
+            self.actions.push_back(BroadcastAction::CommitLogged(zxid));
         }
     }
 

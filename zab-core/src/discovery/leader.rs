@@ -21,9 +21,11 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
-use super::packet::{decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION};
+use super::packet::{
+    check_learner_claim, decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION,
+};
 use super::QuorumPacket;
-use crate::broadcast::{choose_sync, leader_sync_packets};
+use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
 use crate::quorum::QuorumVerifier;
 use crate::store::PersistedEpochs;
 use crate::txnlog::{Snapshot, Txn};
@@ -300,6 +302,14 @@ impl LeaderDiscovery {
             return;
         }
         self.phase = Phase::Established;
+        // The whole history of the new leader is committed in its epoch, including proposals
+        // it logged as a follower without seeing their COMMIT.
+        if self.own.last_zxid > 0 {
+            self.actions
+                .push_back(DiscoveryAction::Zab(BroadcastAction::CommitLogged(Zxid(
+                    self.own.last_zxid,
+                ))));
+        }
         info!(
             sid = self.me.0,
             epoch = self.new_epoch,
@@ -320,6 +330,12 @@ impl LeaderDiscovery {
         }
         if let Some(l) = self.learners.get_mut(&from) {
             l.last_heard = now;
+        }
+        // A learner claiming what no correct learner holds is dropped; the rest go on.
+        if let Err(e) = check_learner_claim(&p, from.0, self.proposed_epoch()) {
+            warn!(sid = from.0, "refusing learner: {e}");
+            self.drop_learner(from);
+            return;
         }
         match p.kind {
             packet_type::FOLLOWERINFO | packet_type::OBSERVERINFO => {

@@ -11,6 +11,7 @@ pub use action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
 pub use leader::LeaderDiscovery;
 pub use learner::LearnerDiscovery;
 pub use packet::{
-    decode_i32_payload, i32_payload, packet_type, AuthId, LearnerInfo, PacketError, QuorumPacket,
-    LEARNER_PROTOCOL_VERSION, MAX_AUTH_ENTRIES, MAX_AUTH_STRING, MAX_PACKET_DATA,
+    check_learner_claim, decode_i32_payload, i32_payload, packet_type, AuthId, LearnerInfo,
+    PacketError, QuorumPacket, LEARNER_PROTOCOL_VERSION, MAX_ACCEPTED_EPOCH, MAX_AUTH_ENTRIES,
+    MAX_AUTH_STRING, MAX_PACKET_DATA,
 };

@@ -88,6 +88,65 @@ pub enum PacketError {
     /// The payload of a known packet type has the wrong shape.
     #[error("malformed {0} payload")]
     BadPayload(&'static str),
+    /// A learner claims an epoch or zxid no correct learner can hold.
+    #[error("impossible {what} {value:#x} from a learner")]
+    Impossible {
+        /// Which field.
+        what: &'static str,
+        /// The claimed value.
+        value: i64,
+    },
+}
+
+/// The largest epoch a learner may have accepted: the next leader proposes one more, and an
+/// epoch must fit the 32 high bits of a zxid (Z4).
+pub const MAX_ACCEPTED_EPOCH: i64 = i32::MAX as i64 - 1;
+
+/// Checks what a learner claims in discovery before the leader acts on it (SPEC Z1, Z4, Z5):
+///
+/// - FOLLOWERINFO / OBSERVERINFO: `zxid` is `acceptedEpoch << 32` with
+///   `0 <= acceptedEpoch <=` [`MAX_ACCEPTED_EPOCH`] and a zero counter; the data, if any, is
+///   a `LearnerInfo` naming `from` itself.
+/// - ACKEPOCH (once `new_epoch` is proposed): `lastZxid` is −1 or a zxid whose epoch is in
+///   `0..=new_epoch`; `currentEpoch` is −1 or in `0..=new_epoch`.
+///
+/// Other packet types are not checked here.
+pub fn check_learner_claim(
+    p: &QuorumPacket,
+    from: i64,
+    new_epoch: Option<i64>,
+) -> Result<(), PacketError> {
+    let impossible = |what, value| Err(PacketError::Impossible { what, value });
+    match p.kind {
+        packet_type::FOLLOWERINFO | packet_type::OBSERVERINFO => {
+            let epoch = p.zxid >> 32;
+            if p.zxid & 0xffff_ffff != 0 || !(0..=MAX_ACCEPTED_EPOCH).contains(&epoch) {
+                return impossible("acceptedEpoch zxid", p.zxid);
+            }
+            // (A packet without data is a legacy learner's; its sid is the connection's.)
+            if let Some(d) = p.data.as_deref().filter(|d| !d.is_empty()) {
+                let info = LearnerInfo::decode(d)?;
+                if info.sid != from {
+                    return impossible("LearnerInfo sid", info.sid);
+                }
+            }
+            Ok(())
+        }
+        packet_type::ACKEPOCH => {
+            let Some(new_epoch) = new_epoch else {
+                return Ok(());
+            };
+            let cur = i64::from(decode_i32_payload(p.data.as_ref(), "ACKEPOCH")?);
+            if cur != -1 && !(0..=new_epoch).contains(&cur) {
+                return impossible("currentEpoch", cur);
+            }
+            if p.zxid != -1 && (p.zxid < 0 || p.zxid >> 32 > new_epoch) {
+                return impossible("last zxid", p.zxid);
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 impl QuorumPacket {

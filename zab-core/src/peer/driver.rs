@@ -26,7 +26,7 @@ use crate::quorum::QuorumVerifier;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, PersistedEpochs, StoreError};
 use crate::transport::{Transport, TransportEvent};
-use crate::txnlog::{TxnLog, TxnLogError};
+use crate::txnlog::{SnapshotPolicy, TxnLog, TxnLogError};
 use crate::types::{LearnerType, ServerId, ServerState};
 use crate::zxid::Zxid;
 
@@ -382,6 +382,29 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         Ok(self)
     }
 
+    /// Sets when this peer snapshots its state machine and compacts its log (ZooKeeper's
+    /// `snapCount`; default 100,000 committed transactions). Takes effect only on a peer
+    /// [`with_replication`](Self::with_replication), so call it after that.
+    pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
+        if let Some(r) = self.repl.as_mut() {
+            r.policy = policy;
+        }
+        self
+    }
+
+    /// Snapshots and compacts the log when due, only while serving an established epoch.
+    fn snapshot_if_due(&mut self) -> Result<(), ReplicationError> {
+        if self.status.borrow().epoch.is_none() {
+            return Ok(());
+        }
+        if let Some(r) = self.repl.as_mut() {
+            if r.snapshot_if_due()? {
+                debug!(sid = self.cfg.my_id.0, zxid = %r.sm.last_applied(), "snapshot taken, log compacted");
+            }
+        }
+        Ok(())
+    }
+
     /// A receiver of this peer's status.
     pub fn status(&self) -> watch::Receiver<PeerStatus> {
         self.status.subscribe()
@@ -733,9 +756,16 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                 }
                 DiscoveryAction::Zab(a) => match self.repl.as_mut() {
                     Some(r) => {
+                        let applied = matches!(
+                            a,
+                            BroadcastAction::Apply(_) | BroadcastAction::CommitLogged(_)
+                        );
                         r.carry_out(a)?;
                         self.epochs.last_zxid = r.log.last_zxid().0;
                         self.core.set_vote_data(self.vote_data());
+                        if applied {
+                            self.snapshot_if_due()?;
+                        }
                     }
                     // Without a log, a learner ignores broadcast traffic; only sync data from a
                     // leader that has a log arrives here, and there is nowhere to keep it.
@@ -768,6 +798,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     d.push_committed(t);
                 }
                 self.release_leader_syncs();
+                self.snapshot_if_due()?;
             }
             BroadcastAction::Abandon { reason } => {
                 self.sync_group().await?;

@@ -4,7 +4,7 @@
 
 use crate::broadcast::{BroadcastAction, LeaderBroadcast};
 use crate::state_machine::{SnapshotError, StateMachine};
-use crate::txnlog::{Snapshot, Txn, TxnLog, TxnLogError};
+use crate::txnlog::{Snapshot, SnapshotPolicy, Txn, TxnLog, TxnLogError};
 use crate::zxid::Zxid;
 
 /// Why replication failed; the peer stops rather than continue with a log it cannot trust.
@@ -22,6 +22,10 @@ pub(super) struct Replication {
     pub(super) log: Box<dyn TxnLog>,
     pub(super) sm: Box<dyn StateMachine>,
     pub(super) leader: Option<LeaderBroadcast>,
+    /// When to snapshot and compact the log.
+    pub(super) policy: SnapshotPolicy,
+    /// Committed transactions applied since the last snapshot.
+    since_snapshot: u64,
 }
 
 impl Replication {
@@ -34,6 +38,8 @@ impl Replication {
             log,
             sm,
             leader: None,
+            policy: SnapshotPolicy::default(),
+            since_snapshot: 0,
         };
         r.reload()?;
         Ok(r)
@@ -67,7 +73,19 @@ impl Replication {
         match a {
             BroadcastAction::Log(txns) => self.log.append(&txns)?,
             // Already in the state (replayed from the log at start-up): skip.
-            BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => self.sm.apply(&t),
+            BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => {
+                self.sm.apply(&t);
+                self.since_snapshot += 1;
+            }
+            BroadcastAction::CommitLogged(z) => {
+                for t in self.log.read_after(self.sm.last_applied())? {
+                    if t.zxid > z {
+                        break;
+                    }
+                    self.sm.apply(&t);
+                    self.since_snapshot += 1;
+                }
+            }
             BroadcastAction::Truncate(z) => {
                 self.log.truncate(z)?;
                 if self.sm.last_applied() > z {
@@ -84,5 +102,21 @@ impl Replication {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Z2, ZooKeeper's `snapCount`: once [`SnapshotPolicy::snap_count`] committed transactions
+    /// were applied since the last snapshot, takes one, stores it durably and compacts the log
+    /// it covers. The caller only asks while serving an established epoch: then everything
+    /// applied is committed, whereas during a sync a later leader's TRUNC may still cut
+    /// applied proposals, which a snapshot would make permanent. Returns whether it took one.
+    pub(super) fn snapshot_if_due(&mut self) -> Result<bool, ReplicationError> {
+        if self.since_snapshot < self.policy.snap_count.max(1) {
+            return Ok(false);
+        }
+        self.since_snapshot = 0;
+        let snapshot = self.sm.take_snapshot();
+        self.log.save_snapshot(&snapshot)?;
+        self.log.purge(snapshot.zxid)?;
+        Ok(true)
     }
 }

@@ -101,6 +101,16 @@ impl TxnLog for MemoryTxnLog {
         Ok(())
     }
 
+    fn purge(&mut self, upto: Zxid) -> Result<(), TxnLogError> {
+        let mut g = self.lock();
+        // Only what a snapshot covers may go.
+        let covered = g.snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid).min(upto);
+        let n = g.txns.partition_point(|t| t.zxid <= covered);
+        g.txns.drain(..n);
+        g.durable = g.durable.saturating_sub(n);
+        Ok(())
+    }
+
     fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), TxnLogError> {
         self.lock().snapshot = Some(snapshot.clone());
         Ok(())

@@ -9,10 +9,12 @@
 mod error;
 mod file;
 mod memory;
+mod retain;
 
 pub use error::TxnLogError;
 pub use file::FileTxnLog;
 pub use memory::MemoryTxnLog;
+pub use retain::MIN_SNAP_RETAIN_COUNT;
 
 use bytes::Bytes;
 
@@ -70,6 +72,27 @@ pub enum FsyncPolicy {
     OnSync,
 }
 
+/// When a server snapshots its state machine and compacts its log (ZooKeeper's `snapCount`).
+///
+/// Snapshot only while serving an established epoch: then everything applied is committed.
+/// A learner applies synced transactions before the leader established its epoch, and a
+/// later leader may still cut those by TRUNC; a snapshot taken then would keep them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotPolicy {
+    /// Take a snapshot after this many committed transactions were applied since the last
+    /// one, then [purge](TxnLog::purge) the log it covers.
+    pub snap_count: u64,
+}
+
+impl Default for SnapshotPolicy {
+    /// ZooKeeper's default `snapCount`: 100 000.
+    fn default() -> Self {
+        Self {
+            snap_count: 100_000,
+        }
+    }
+}
+
 /// Where a server keeps its transactions and snapshots.
 ///
 /// Invariants every implementation keeps: zxids in the log strictly increase; the log never
@@ -120,6 +143,14 @@ pub trait TxnLog: Send {
 
     /// The newest intact snapshot, if any.
     fn latest_snapshot(&self) -> Result<Option<Snapshot>, TxnLogError>;
+
+    /// Log compaction: drops logged transactions with a zxid up to `upto`, which a durable
+    /// snapshot already covers. An implementation that cannot compact keeps them (the
+    /// default); readers must not rely on them being gone.
+    fn purge(&mut self, upto: Zxid) -> Result<(), TxnLogError> {
+        let _ = upto;
+        Ok(())
+    }
 
     /// Drops every logged transaction (SNAP sync: the snapshot that follows replaces them).
     fn clear(&mut self) -> Result<(), TxnLogError> {

@@ -1,6 +1,9 @@
 //! The election simulator used by `election_simulation.rs`: servers running real
 //! `FastLeaderElection` cores, a seeded network, a minimal peer around the cores, and the
-//! invariant checks. See that file for what is checked.
+//! invariant checks. See that file for what is checked. The network itself (`net.rs`) is
+//! shared with the whole-ensemble Zab simulation.
+
+pub mod net;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,9 +25,8 @@ pub const MAX_STEPS: u64 = 200_000;
 pub const MAX_INFLIGHT: usize = 20_000;
 pub const SETTLE_BOUND: Duration = Duration::from_secs(20);
 
-pub fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
+pub use net::ms;
+use net::Network;
 
 struct Node {
     voter: bool,
@@ -57,13 +59,8 @@ pub struct Sim {
     config: ElectionConfig,
     qv: Arc<dyn QuorumVerifier>,
     nodes: BTreeMap<ServerId, Node>,
-    inflight: BTreeMap<(Instant, u64), (ServerId, ServerId, Notification)>,
-    seq: u64,
-    side: BTreeMap<ServerId, u8>,
+    pub net: Network<Notification>,
     conns: BTreeSet<(ServerId, ServerId)>,
-    pub loss: f64,
-    pub dup: f64,
-    pub max_delay: u64,
     next_peer_tick: Instant,
     next_fault: Instant,
     pub chaos_until: Instant,
@@ -120,7 +117,7 @@ impl Sim {
         let loss = rng.random_range(0.0..0.2);
         let dup = rng.random_range(0.0..0.1);
         let max_delay = rng.random_range(1..300u64);
-        let side = nodes.keys().map(|id| (*id, 0)).collect();
+        let net = Network::new(nodes.keys().copied(), loss, dup, max_delay);
         Sim {
             seed,
             rng,
@@ -129,13 +126,8 @@ impl Sim {
             config,
             qv,
             nodes,
-            inflight: BTreeMap::new(),
-            seq: 0,
-            side,
+            net,
             conns: BTreeSet::new(),
-            loss,
-            dup,
-            max_delay,
             next_peer_tick: origin + PEER_TICK,
             next_fault: origin + ms(100),
             chaos_until: origin + CHAOS,
@@ -157,7 +149,7 @@ impl Sim {
     }
 
     fn reachable(&self, a: ServerId, b: ServerId) -> bool {
-        self.nodes[&a].alive && self.nodes[&b].alive && self.side[&a] == self.side[&b]
+        self.nodes[&a].alive && self.nodes[&b].alive && self.net.same_side(a, b)
     }
 
     /// Tells the cores about connections that came up or went down.
@@ -195,20 +187,9 @@ impl Sim {
         if !self.nodes.contains_key(&to) || !self.reachable(from, to) {
             return;
         }
-        if self.now < self.chaos_until && self.rng.random_bool(self.loss) {
-            return;
-        }
-        let copies = if self.now < self.chaos_until && self.rng.random_bool(self.dup) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let delay = ms(self.rng.random_range(0..=self.max_delay));
-            self.seq += 1;
-            self.inflight
-                .insert((self.now + delay, self.seq), (from, to, n.clone()));
-        }
+        let faulty = self.now < self.chaos_until;
+        self.net
+            .send_datagram(&mut self.rng, self.now, faulty, from, to, n);
     }
 
     /// Records the node's initial vote for its current round (its data does not change while
@@ -346,13 +327,13 @@ impl Sim {
             3..=5 => {
                 for id in &ids {
                     let s = u8::from(self.rng.random_bool(0.4));
-                    self.side.insert(*id, s);
+                    self.net.side.insert(*id, s);
                 }
                 self.refresh_connections();
             }
             6..=7 => {
                 for id in &ids {
-                    self.side.insert(*id, 0);
+                    self.net.side.insert(*id, 0);
                 }
                 self.refresh_connections();
             }
@@ -519,8 +500,8 @@ impl Sim {
 
     fn next_event(&self) -> Instant {
         let mut t = self.next_peer_tick;
-        if let Some(((at, _), _)) = self.inflight.first_key_value() {
-            t = t.min(*at);
+        if let Some(at) = self.net.next_at() {
+            t = t.min(at);
         }
         for n in self.nodes.values() {
             if n.alive {
@@ -539,11 +520,11 @@ impl Sim {
     }
 
     fn storm(&self) -> Result<(), String> {
-        if self.inflight.len() > MAX_INFLIGHT {
+        if self.net.len() > MAX_INFLIGHT {
             let mut pairs: BTreeMap<(i64, i64, i32), usize> = BTreeMap::new();
-            for (from, to, n) in self.inflight.values() {
+            for e in self.net.envelopes() {
                 *pairs
-                    .entry((from.0, to.0, n.state.wire_value()))
+                    .entry((e.from.0, e.to.0, e.msg.state.wire_value()))
                     .or_default() += 1;
             }
             let mut top: Vec<_> = pairs.into_iter().collect();
@@ -551,7 +532,7 @@ impl Sim {
             top.truncate(6);
             return Err(self.fail(format!(
                 "liveness: message storm, {} messages in flight, most from/to/state: {top:?}",
-                self.inflight.len()
+                self.net.len()
             )));
         }
         Ok(())
@@ -563,21 +544,15 @@ impl Sim {
             return Err(self.fail(format!(
                 "liveness: more than {} steps, {} messages in flight",
                 self.max_steps,
-                self.inflight.len()
+                self.net.len()
             )));
         }
         self.storm()?;
         self.now = self.next_event();
         let now = self.now;
         // messages due (those sent while delivering wait for the next step)
-        let mut due = Vec::new();
-        while let Some(entry) = self.inflight.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            due.push(entry.remove());
-        }
-        for (from, to, n) in due {
+        for e in self.net.take_due(now) {
+            let (from, to, n) = (e.from, e.to, e.msg);
             if self.reachable(from, to) {
                 self.nodes
                     .get_mut(&to)
@@ -624,7 +599,7 @@ impl Sim {
         // faults stop: heal, restart the crashed, reliable network from now on
         let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
         for id in &ids {
-            self.side.insert(*id, 0);
+            self.net.side.insert(*id, 0);
         }
         self.refresh_connections();
         for id in &ids {

@@ -1,6 +1,7 @@
 //! Quorum-port connections of the TCP transport: a learner dials its leader, a leader accepts
 //! and names each learner by the sid in its FOLLOWERINFO / OBSERVERINFO; jute `QuorumPacket`s
-//! flow in order both ways, and a SNAP's raw snapshot body is skipped.
+//! flow in order both ways. Our SNAP carries its snapshot in the packet; ZooKeeper's SNAP is
+//! followed by a raw snapshot body, which is skipped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -106,6 +107,12 @@ fn skip_snapshot(buf: &mut BytesMut) -> bool {
     false
 }
 
+/// Whether `packet` is ZooKeeper's SNAP, whose data buffer is null and which a raw snapshot
+/// body follows. Ours carries the snapshot in its data buffer (see `docs/protocol.md`).
+fn is_zookeeper_snap(packet: &QuorumPacket) -> bool {
+    packet.kind == packet_type::SNAP && packet.data.is_none()
+}
+
 async fn quorum_read_loop(
     shared: &Shared,
     sid: ServerId,
@@ -115,8 +122,9 @@ async fn quorum_read_loop(
 ) -> (String, bool) {
     // Closed before sending anything: the server we dialled does not lead (it refuses us).
     received |= !buf.is_empty();
-    // A SNAP packet is followed by a raw serialized snapshot, not by packets. This crate keeps
-    // no data tree: the body is skipped, in bounded memory, up to its signature.
+    // ZooKeeper's SNAP packet is followed by a raw serialized snapshot, not by packets. This
+    // crate keeps no ZooKeeper data tree: that body is skipped, in bounded memory, up to its
+    // signature. Our own SNAP carries the snapshot in its data buffer and nothing follows it.
     let mut in_snapshot = false;
     loop {
         loop {
@@ -129,7 +137,7 @@ async fn quorum_read_loop(
             match QuorumPacket::decode(&mut buf) {
                 Ok(Some(packet)) => {
                     received = true;
-                    in_snapshot = packet.kind == packet_type::SNAP;
+                    in_snapshot = is_zookeeper_snap(&packet);
                     // Quorum packets are never dropped (a lost PROPOSAL would break the
                     // learner's order): a full event queue holds back reading, and TCP the
                     // sender.

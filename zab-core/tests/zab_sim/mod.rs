@@ -1,0 +1,702 @@
+//! The whole-ensemble Zab simulator used by `zab_simulation.rs`: every server runs the real
+//! sans-IO cores (`FastLeaderElection`, `LeaderDiscovery` / `LearnerDiscovery` with their
+//! `LearnerBroadcast`, `LeaderBroadcast`) wired the way the tokio peer wires them, over the
+//! shared simulated network of `sim/net.rs`, with a `MemoryTxnLog` that survives crashes (its
+//! unsynced tail does not) and a `RecordingStateMachine` that does not. The Zab.tla
+//! properties are checked after every step (see `zab_simulation.rs`).
+
+#![allow(dead_code)]
+
+mod driver;
+mod invariants;
+#[path = "../sim/net.rs"]
+pub mod net;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use net::{ms, Network};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use zab_core::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
+use zab_core::discovery::{
+    packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery, QuorumPacket, Timing,
+};
+use zab_core::state_machine::{RecordingStateMachine, StateMachine};
+use zab_core::store::PersistedEpochs;
+use zab_core::txnlog::{FsyncPolicy, MemoryTxnLog, Txn, TxnLog};
+use zab_core::{
+    Action, ElectionConfig, FastLeaderElection, LearnerType, Notification, QuorumMaj,
+    QuorumVerifier, ServerId, ServerState, VoteData, Zxid,
+};
+
+/// Faults stop after this much simulated time.
+pub const CHAOS: Duration = Duration::from_millis(6000);
+/// Once faults stop, every live server must serve one leader and agree within this bound.
+pub const SETTLE_BOUND: Duration = Duration::from_secs(30);
+const MAX_STEPS: u64 = 400_000;
+const TRACE_LEN: usize = 40;
+const MAX_INFLIGHT: usize = 20_000;
+/// A crash point: right after acknowledging NEWLEADER or UPTODATE (an ACK with counter 0).
+const EPOCH_ACK: i32 = -3;
+
+/// A message on the simulated network.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// An election notification (datagram).
+    Vote(Notification),
+    /// A quorum packet (on a stream).
+    Packet(QuorumPacket),
+    /// The sender reset the stream (closed it, or crashed).
+    Reset(u64),
+    /// The sender does not lead: it refused the stream.
+    Refused(u64),
+}
+
+/// Where the simulator crashes a server next.
+#[derive(Debug, Clone, Copy)]
+enum CrashPlan {
+    /// After this many more steps of its driver (a log append and its fsync are two steps).
+    AfterSteps(u32),
+    /// Right after it sends a packet of this type.
+    AfterSending(i32),
+}
+
+enum Role {
+    Looking,
+    Leader(Box<LeaderDiscovery>),
+    Learner(Box<LearnerDiscovery>),
+}
+
+struct Node {
+    voter: bool,
+    alive: bool,
+    restart_at: Option<Instant>,
+    core: FastLeaderElection,
+    role: Role,
+    bc: Option<LeaderBroadcast>,
+    serving: bool,
+    // durable
+    log: MemoryTxnLog,
+    epochs: PersistedEpochs,
+    // volatile
+    sm: RecordingStateMachine,
+    up: Option<u64>,
+    down: BTreeMap<ServerId, u64>,
+    stashed: BTreeMap<ServerId, (u64, QuorumPacket)>,
+    crash_plan: Option<CrashPlan>,
+    since_snapshot: u64,
+    // ghost: every transaction this server delivered (applied while serving), across crashes
+    delivered: Vec<Txn>,
+}
+
+/// Counts of what a run did.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    pub steps: u64,
+    pub elections: usize,
+    pub epochs: usize,
+    pub proposed: usize,
+    pub delivered: usize,
+    pub crashes: usize,
+    pub mid_action_crashes: usize,
+    pub partitions: usize,
+    pub heals: usize,
+    pub stream_resets: usize,
+    pub writes: usize,
+    pub snapshots: usize,
+    pub snap_syncs: usize,
+    pub sim_time: Duration,
+}
+
+/// Knobs of one run.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub seed: u64,
+    pub voters: usize,
+    pub observers: usize,
+    pub options: LearnerOptions,
+}
+
+pub struct ZabSim {
+    seed: u64,
+    rng: StdRng,
+    origin: Instant,
+    now: Instant,
+    config: ElectionConfig,
+    timing: Timing,
+    qv: Arc<dyn QuorumVerifier>,
+    options: LearnerOptions,
+    nodes: BTreeMap<ServerId, Node>,
+    net: Network<Msg>,
+    econns: BTreeSet<(ServerId, ServerId)>,
+    conns_dirty: bool,
+    stream_reset: f64,
+    snap_count: u64,
+    chaos_until: Instant,
+    next_fault: Instant,
+    next_write: Instant,
+    write_seq: u64,
+    // ghosts
+    proposed: BTreeMap<Zxid, (Bytes, ServerId)>,
+    leaders: BTreeMap<i64, ServerId>,
+    global: Vec<Txn>,
+    primary_prefix: BTreeMap<i64, Zxid>,
+    trace: VecDeque<String>,
+    pub stats: Stats,
+}
+
+impl ZabSim {
+    pub fn new(setup: Setup) -> ZabSim {
+        let mut rng = StdRng::seed_from_u64(setup.seed);
+        let voter_ids: Vec<i64> = (1..=setup.voters as i64).collect();
+        let observer_ids: Vec<i64> = (0..setup.observers as i64).map(|i| 100 + i).collect();
+        let qv: Arc<dyn QuorumVerifier> = Arc::new(QuorumMaj::with_ids(
+            voter_ids.iter().copied(),
+            observer_ids.iter().copied(),
+        ));
+        let config = ElectionConfig {
+            max_notification_interval: ms(1600),
+            fast_decide: setup.seed.is_multiple_of(2),
+            ..ElectionConfig::default()
+        };
+        let timing = Timing {
+            tick_time: ms(100),
+            init_limit: 10,
+            sync_limit: 4,
+        };
+        let origin = Instant::now();
+        let mut nodes = BTreeMap::new();
+        for id in voter_ids.iter().chain(observer_ids.iter()) {
+            let voter = voter_ids.contains(id);
+            let lt = if voter {
+                LearnerType::Participant
+            } else {
+                LearnerType::Observer
+            };
+            let core = FastLeaderElection::new(
+                config.clone(),
+                ServerId(*id),
+                lt,
+                qv.clone(),
+                VoteData::new(Zxid::ZERO, 0),
+            );
+            nodes.insert(
+                ServerId(*id),
+                Node {
+                    voter,
+                    alive: true,
+                    restart_at: None,
+                    core,
+                    role: Role::Looking,
+                    bc: None,
+                    serving: false,
+                    log: MemoryTxnLog::with_policy(FsyncPolicy::OnSync),
+                    epochs: PersistedEpochs::default(),
+                    sm: RecordingStateMachine::default(),
+                    up: None,
+                    down: BTreeMap::new(),
+                    stashed: BTreeMap::new(),
+                    crash_plan: None,
+                    since_snapshot: 0,
+                    delivered: Vec::new(),
+                },
+            );
+        }
+        let loss = rng.random_range(0.0..0.2);
+        let dup = rng.random_range(0.0..0.1);
+        let max_delay = rng.random_range(1..60u64);
+        let stream_reset = rng.random_range(0.0..0.01);
+        let mut snap_count = rng.random_range(3..40u64);
+        if std::env::var("ZAB_SIM_NO_SNAP").is_ok() {
+            snap_count = u64::MAX;
+        }
+        let net = Network::new(nodes.keys().copied(), loss, dup, max_delay);
+        ZabSim {
+            seed: setup.seed,
+            rng,
+            origin,
+            now: origin,
+            config,
+            timing,
+            qv,
+            options: setup.options.with_follow_broadcast(true),
+            nodes,
+            net,
+            econns: BTreeSet::new(),
+            conns_dirty: false,
+            stream_reset,
+            snap_count,
+            chaos_until: origin + CHAOS,
+            next_fault: origin + ms(300),
+            next_write: origin + ms(50),
+            write_seq: 0,
+            proposed: BTreeMap::new(),
+            leaders: BTreeMap::new(),
+            global: Vec::new(),
+            primary_prefix: BTreeMap::new(),
+            trace: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    fn at(&self) -> u128 {
+        (self.now - self.origin).as_millis()
+    }
+
+    fn note(&mut self, line: String) {
+        let line = format!("{:>6} ms {line}", self.at());
+        if std::env::var("ZAB_SIM_TRACE").is_ok() {
+            eprintln!("{line}");
+        }
+        if self.trace.len() == TRACE_LEN {
+            self.trace.pop_front();
+        }
+        self.trace.push_back(line);
+    }
+
+    /// A failure: the seed, what broke, and the tail of the trace.
+    fn fail(&self, what: String) -> String {
+        let mut s = format!(
+            "seed {} at {} ms: {what}\n(replay with ZAB_SIM_SEED={})\ntrace tail:\n",
+            self.seed,
+            self.at(),
+            self.seed
+        );
+        for l in &self.trace {
+            s.push_str("  ");
+            s.push_str(l);
+            s.push('\n');
+        }
+        for (id, n) in &self.nodes {
+            s.push_str(&format!(
+                "  server {}: alive {} state {} serving {} epochs (acc {}, cur {}) log {} delivered {}\n",
+                id.0,
+                n.alive,
+                n.core.state(),
+                n.serving,
+                n.epochs.accepted_epoch,
+                n.epochs.current_epoch,
+                n.log.last_zxid(),
+                n.delivered.len()
+            ));
+        }
+        s
+    }
+
+    fn faulty(&self) -> bool {
+        self.now < self.chaos_until
+    }
+
+    fn reachable(&self, a: ServerId, b: ServerId) -> bool {
+        let alive = |s: ServerId| self.nodes.get(&s).is_some_and(|n| n.alive);
+        alive(a) && alive(b) && self.net.same_side(a, b)
+    }
+
+    /// Election connections follow reachability.
+    fn refresh_connections(&mut self) -> Result<(), String> {
+        let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
+        let now = self.now;
+        for a in &ids {
+            for b in &ids {
+                if a == b {
+                    continue;
+                }
+                let up = self.reachable(*a, *b);
+                let was = self.econns.contains(&(*a, *b));
+                if up && !was {
+                    self.econns.insert((*a, *b));
+                    if let Some(n) = self.nodes.get_mut(a) {
+                        n.core.connection_up(now, *b);
+                    }
+                } else if !up && was {
+                    self.econns.remove(&(*a, *b));
+                    if let Some(n) = self.nodes.get_mut(a).filter(|n| n.alive) {
+                        n.core.connection_down(now, *b);
+                    }
+                }
+            }
+        }
+        for id in &ids {
+            self.drain(*id)?;
+        }
+        Ok(())
+    }
+
+    /// Resets a stream from `closer`'s side: what it carries is lost and the peer is told.
+    fn reset_stream(&mut self, stream: u64, closer: ServerId, refused: bool) {
+        let Some(peer) = self.net.stream(stream).map(|s| s.peer(closer)) else {
+            return;
+        };
+        if !self.net.is_open(stream) {
+            return;
+        }
+        self.net.break_stream(stream);
+        self.note(format!(
+            "{} resets stream {stream} to {} (refused {refused})",
+            closer.0, peer.0
+        ));
+        let msg = if refused {
+            Msg::Refused(stream)
+        } else {
+            Msg::Reset(stream)
+        };
+        let (rng, now) = (&mut self.rng, self.now);
+        self.net.send_datagram(rng, now, false, closer, peer, msg);
+    }
+
+    /// Closes a stream from `closer`'s side (a close, a refusal, or the process exiting):
+    /// what `closer` already sent still arrives, then the close.
+    fn close_stream(&mut self, stream: u64, closer: ServerId, refused: bool) {
+        if !self.net.is_open(stream) {
+            return;
+        }
+        let msg = if refused {
+            Msg::Refused(stream)
+        } else {
+            Msg::Reset(stream)
+        };
+        let (rng, now) = (&mut self.rng, self.now);
+        self.net.send_stream(rng, now, stream, closer, msg);
+    }
+
+    // ---------------------------------------------------------------- faults
+
+    fn crash_node(&mut self, id: ServerId, node: &mut Node, how: &str) {
+        self.stats.crashes += 1;
+        self.note(format!("{} crashes ({how})", id.0));
+        node.alive = false;
+        node.serving = false;
+        node.bc = None;
+        node.role = Role::Looking;
+        node.crash_plan = None;
+        node.log.crash();
+        node.stashed.clear();
+        let streams: Vec<u64> = node.down.values().copied().chain(node.up.take()).collect();
+        node.down.clear();
+        for s in streams {
+            self.close_stream(s, id, false);
+        }
+        node.restart_at = Some(self.now + ms(self.rng.random_range(100..1200)));
+        self.conns_dirty = true;
+    }
+
+    fn restart(&mut self, id: ServerId) -> Result<(), String> {
+        let config = self.config.clone();
+        let qv = self.qv.clone();
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return Ok(());
+        };
+        let lt = if node.voter {
+            LearnerType::Participant
+        } else {
+            LearnerType::Observer
+        };
+        reload(node);
+        node.epochs.last_zxid = node.log.last_zxid().0;
+        let data = VoteData::new(node.log.last_zxid(), node.epochs.current_epoch);
+        node.core = FastLeaderElection::new(config, id, lt, qv, data);
+        node.alive = true;
+        node.restart_at = None;
+        // The new process has no election connections yet.
+        self.econns.retain(|(a, _)| *a != id);
+        self.note(format!(
+            "{} restarts with log up to {}",
+            id.0, data.last_zxid
+        ));
+        self.refresh_connections()?;
+        let now = self.now;
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.core.start(now);
+        }
+        self.drain(id)
+    }
+
+    fn random_fault(&mut self) -> Result<(), String> {
+        let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
+        let pick = ids[self.rng.random_range(0..ids.len())];
+        let alive = self.nodes[&pick].alive;
+        match self.rng.random_range(0..12) {
+            0..=1 if alive => {
+                if let Some(mut node) = self.nodes.remove(&pick) {
+                    self.crash_node(pick, &mut node, "now");
+                    self.nodes.insert(pick, node);
+                }
+                self.refresh_connections()?;
+            }
+            2..=3 if alive => {
+                let k = self.rng.random_range(0..12);
+                self.nodes.get_mut(&pick).expect("node").crash_plan =
+                    Some(CrashPlan::AfterSteps(k));
+            }
+            4..=5 if alive => {
+                let kinds = [
+                    packet_type::ACK,
+                    EPOCH_ACK,
+                    packet_type::ACKEPOCH,
+                    packet_type::NEWLEADER,
+                    packet_type::COMMIT,
+                    packet_type::PROPOSAL,
+                    packet_type::UPTODATE,
+                ];
+                let kind = kinds[self.rng.random_range(0..kinds.len())];
+                self.nodes.get_mut(&pick).expect("node").crash_plan =
+                    Some(CrashPlan::AfterSending(kind));
+            }
+            6..=8 => {
+                self.stats.partitions += 1;
+                for id in &ids {
+                    let s = u8::from(self.rng.random_bool(0.4));
+                    self.net.side.insert(*id, s);
+                }
+                let sides: Vec<u8> = ids.iter().map(|i| self.net.side[i]).collect();
+                self.note(format!("partition {sides:?}"));
+                self.net.break_partitioned_streams();
+                self.refresh_connections()?;
+            }
+            9..=10 => {
+                self.stats.heals += 1;
+                self.note("heal".to_string());
+                for id in &ids {
+                    self.net.side.insert(*id, 0);
+                }
+                self.refresh_connections()?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A client write submitted to a random server.
+    fn client_write(&mut self) -> Result<(), String> {
+        let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
+        let pick = ids[self.rng.random_range(0..ids.len())];
+        self.write_to(pick)
+    }
+
+    fn write_to(&mut self, pick: ServerId) -> Result<(), String> {
+        self.write_seq += 1;
+        let data = Bytes::from(format!("w{}", self.write_seq));
+        let Some(node) = self.nodes.get_mut(&pick) else {
+            return Ok(());
+        };
+        if !node.alive || !node.serving {
+            return Ok(());
+        }
+        self.stats.writes += 1;
+        match (&mut node.role, node.bc.as_mut()) {
+            (Role::Leader(_), Some(lb)) => {
+                lb.propose(data).ok();
+            }
+            (Role::Learner(d), _) => d.submit(data),
+            _ => {}
+        }
+        self.drain(pick)
+    }
+
+    // ---------------------------------------------------------------- the loop
+
+    fn next_event(&self) -> Instant {
+        let mut t = self.now + ms(1000);
+        if let Some(at) = self.net.next_at() {
+            t = t.min(at);
+        }
+        for n in self.nodes.values() {
+            if n.alive {
+                for d in [
+                    n.core.next_deadline(),
+                    match &n.role {
+                        Role::Looking => None,
+                        Role::Leader(d) => d.next_deadline(),
+                        Role::Learner(d) => d.next_deadline(),
+                    },
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    t = t.min(d);
+                }
+            }
+            if let Some(r) = n.restart_at {
+                t = t.min(r);
+            }
+        }
+        if self.faulty() {
+            t = t.min(self.next_fault).min(self.next_write);
+        }
+        t.max(self.now)
+    }
+
+    fn step(&mut self) -> Result<(), String> {
+        self.stats.steps += 1;
+        if self.stats.steps > MAX_STEPS {
+            return Err(self.fail(format!("liveness: more than {MAX_STEPS} steps")));
+        }
+        if self.net.len() > MAX_INFLIGHT {
+            let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+            for e in self.net.envelopes() {
+                let k = match &e.msg {
+                    Msg::Vote(n) => format!("vote {}->{} {}", e.from.0, e.to.0, n.state),
+                    Msg::Packet(p) => format!("packet {}->{} {}", e.from.0, e.to.0, p.kind),
+                    other => format!("{other:?}"),
+                };
+                *kinds.entry(k).or_default() += 1;
+            }
+            let mut top: Vec<_> = kinds.into_iter().collect();
+            top.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+            top.truncate(6);
+            return Err(self.fail(format!("liveness: message storm: {top:?}")));
+        }
+        self.now = self.next_event();
+        let now = self.now;
+        for env in self.net.take_due(now) {
+            self.receive(env)?;
+        }
+        let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
+        for id in &ids {
+            let node = self.nodes.get_mut(id).expect("node");
+            if node.restart_at.is_some_and(|r| r <= now) {
+                self.restart(*id)?;
+                continue;
+            }
+            if !node.alive {
+                continue;
+            }
+            if node.core.next_deadline().is_some_and(|d| d <= now) {
+                node.core.handle_tick(now);
+            }
+            match &mut node.role {
+                Role::Looking => {}
+                Role::Leader(d) => {
+                    if d.next_deadline().is_some_and(|d| d <= now) {
+                        d.handle_tick(now);
+                    }
+                }
+                Role::Learner(d) => {
+                    if d.next_deadline().is_some_and(|d| d <= now) {
+                        d.handle_tick(now);
+                    }
+                }
+            }
+            self.drain(*id)?;
+        }
+        if self.faulty() {
+            if self.next_fault <= now {
+                self.random_fault()?;
+                self.next_fault = now + ms(self.rng.random_range(100..500));
+            }
+            if self.next_write <= now {
+                self.client_write()?;
+                self.next_write = now + ms(self.rng.random_range(5..40));
+            }
+        }
+        if std::mem::take(&mut self.conns_dirty) {
+            self.refresh_connections()?;
+        }
+        if self.stats.steps.is_multiple_of(1024) {
+            self.net.gc_streams();
+        }
+        Ok(())
+    }
+
+    /// The one established leader every live server serves, if there is one.
+    fn settled_leader(&self) -> Option<ServerId> {
+        let leaders: Vec<ServerId> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.alive && n.serving && matches!(n.role, Role::Leader(_)))
+            .map(|(id, _)| *id)
+            .collect();
+        let [l] = leaders.as_slice() else {
+            return None;
+        };
+        let all = self.nodes.iter().all(|(id, n)| {
+            id == l
+                || (n.alive && n.serving && matches!(&n.role, Role::Learner(d) if d.leader() == *l))
+        });
+        all.then_some(*l)
+    }
+
+    fn all_agree(&self) -> bool {
+        let mut lens = self.nodes.values().map(|n| n.delivered.len());
+        let first = lens.next().unwrap_or(0);
+        first == self.global.len() && lens.all(|l| l == first)
+    }
+
+    pub fn run(mut self) -> Result<Stats, String> {
+        self.refresh_connections()?;
+        let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
+        let now = self.now;
+        for id in &ids {
+            if let Some(n) = self.nodes.get_mut(id) {
+                n.core.start(now);
+            }
+            self.drain(*id)?;
+        }
+        while self.faulty() {
+            self.step()?;
+        }
+        // Faults stop: heal, restart the crashed, disarm crash plans.
+        for id in &ids {
+            self.net.side.insert(*id, 0);
+            if let Some(n) = self.nodes.get_mut(id) {
+                n.crash_plan = None;
+            }
+        }
+        self.refresh_connections()?;
+        for id in &ids {
+            if !self.nodes[id].alive {
+                self.restart(*id)?;
+            }
+        }
+        let healed = self.now;
+        // Liveness: one leader served by all, then a last write through it reaches everyone.
+        let mut final_write = false;
+        loop {
+            if self.now - healed > SETTLE_BOUND {
+                return Err(self.fail(format!(
+                    "liveness: no agreement {} s after faults stopped",
+                    SETTLE_BOUND.as_secs()
+                )));
+            }
+            if let Some(l) = self.settled_leader() {
+                if !final_write {
+                    final_write = true;
+                    self.write_to(l)?;
+                    let learner = ids.iter().copied().find(|i| *i != l);
+                    if let Some(f) = learner {
+                        self.write_to(f)?;
+                    }
+                } else if self.all_agree()
+                    && self.nodes[&l]
+                        .bc
+                        .as_ref()
+                        .is_some_and(|b| b.outstanding().is_empty())
+                {
+                    break;
+                }
+            }
+            self.step()?;
+        }
+        self.stats.sim_time = self.now - self.origin;
+        Ok(self.stats)
+    }
+}
+
+/// Rebuilds the state machine from the snapshot and the log, as a restarted server (or a
+/// TRUNC below what was applied) does.
+fn reload(node: &mut Node) {
+    node.sm.reset();
+    if let Ok(Some(s)) = node.log.latest_snapshot() {
+        node.sm.restore(&s).ok();
+    }
+    for t in node
+        .log
+        .read_after(node.sm.last_applied())
+        .unwrap_or_default()
+    {
+        node.sm.apply(&t);
+    }
+}
