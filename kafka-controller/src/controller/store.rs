@@ -108,8 +108,9 @@ pub fn assignment_from_znode(t: &TopicAssignment) -> BTreeMap<i32, ReplicaAssign
         .collect()
 }
 
-/// Partition-state reads in flight at once.
-pub const READ_WINDOW: usize = 1000;
+/// Partition-state reads per multi-read request on ZooKeeper (informational: the
+/// coordination client batches).
+pub const READ_BATCH: usize = 1000;
 
 /// Partition-state writes per fenced transaction.
 const WRITE_BATCH: usize = 500;
@@ -151,29 +152,23 @@ impl Store {
             .map_err(ControllerError::from)
     }
 
-    /// K1.1: reads the states of `tps`, pipelined with up to [`READ_WINDOW`] reads in flight
-    /// (ZooKeeper stops reading a connection beyond its outstanding-request limit, 1000 by
-    /// default, so a larger window only costs the server). `Ok(None)`: no state znode. A
-    /// malformed znode is an `Err` for that partition only.
+    /// K1.1: reads the states of `tps` in bulk (multi-reads of [`READ_BATCH`] paths on
+    /// ZooKeeper, every batch in flight at once). `Ok(None)`: no state znode. A malformed
+    /// znode is an `Err` for that partition only.
     pub async fn read_states(
         &self,
         tps: &[TopicPartition],
     ) -> Vec<Result<Option<PartitionLeadership>, KafkaZkError>> {
-        let mut out = Vec::with_capacity(tps.len());
-        for chunk in tps.chunks(READ_WINDOW) {
-            let keys: Vec<(String, i32)> = chunk
-                .iter()
-                .map(|tp| (tp.topic.to_string(), tp.partition))
-                .collect();
-            out.extend(
-                self.zk
-                    .partition_states(&keys)
-                    .await
-                    .into_iter()
-                    .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v)))),
-            );
-        }
-        out
+        let state_paths: Vec<String> = tps
+            .iter()
+            .map(|tp| paths::partition_state(&tp.topic, tp.partition))
+            .collect();
+        self.zk
+            .partition_states_at(&state_paths)
+            .await
+            .into_iter()
+            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))))
+            .collect()
     }
 
     /// K1.3: performs partition-state writes, pipelined, each fenced by the controller epoch
