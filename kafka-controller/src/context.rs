@@ -31,8 +31,8 @@ pub const NO_EPOCH: i32 = -1;
 /// (`LeaderAndIsr.EpochDuringDelete`).
 pub const EPOCH_DURING_DELETE: i32 = -2;
 
-/// A topic partition.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A topic partition. Ordered by topic name, then partition.
+#[derive(Clone, Debug)]
 pub struct TopicPartition {
     /// The topic name (shared: cloning a partition does not copy the name).
     pub topic: Arc<str>,
@@ -46,6 +46,45 @@ impl TopicPartition {
         Self {
             topic: topic.into(),
             partition,
+        }
+    }
+}
+
+// Partitions of one topic share the name's allocation (the context hands out clones of one
+// `Arc<str>` per topic), so comparisons first check for the same allocation and compare the
+// names only for different ones: the controller's maps are keyed by partition and searched
+// hundreds of thousands of times per failover.
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition
+            && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+    }
+}
+
+impl Eq for TopicPartition {}
+
+// Equal partitions have equal names and indexes, so hashing those agrees with `eq`.
+impl std::hash::Hash for TopicPartition {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.topic.hash(state);
+        self.partition.hash(state);
+    }
+}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.topic, &other.topic) {
+            self.partition.cmp(&other.partition)
+        } else {
+            self.topic
+                .cmp(&other.topic)
+                .then(self.partition.cmp(&other.partition))
         }
     }
 }
@@ -505,6 +544,22 @@ impl ControllerContext {
                     .map(move |(p, _)| TopicPartition::new(t.clone(), *p))
             })
             .collect()
+    }
+
+    /// Every replica of every partition, ordered by partition, then as in the assignment.
+    pub fn all_replicas(&self) -> Vec<PartitionReplica> {
+        let mut out = Vec::new();
+        for (t, ps) in &self.assignments {
+            for (p, a) in ps {
+                let tp = TopicPartition::new(t.clone(), *p);
+                out.extend(
+                    a.replicas
+                        .iter()
+                        .map(|r| PartitionReplica::new(tp.clone(), *r)),
+                );
+            }
+        }
+        out
     }
 
     /// Every replica hosted on any of `brokers`.

@@ -201,26 +201,46 @@ impl ControllerBrokerRequestBatch {
         let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
         for &b in brokers.iter().filter(|b| **b >= 0) {
             let per_broker = self.leader_and_isr.entry(b).or_default();
-            let already_new = per_broker.get(tp).is_some_and(|s| s.is_new);
-            per_broker.insert(
-                tp.clone(),
-                LeaderAndIsrPartitionState {
-                    tp: tp.clone(),
-                    controller_epoch: lead.controller_epoch,
-                    leader: lead.leader,
-                    leader_epoch: lead.leader_epoch,
-                    isr: lead.isr.clone(),
-                    partition_epoch: lead.partition_epoch,
-                    replicas: assignment.replicas.clone(),
-                    adding_replicas: assignment.adding_replicas.clone(),
-                    removing_replicas: assignment.removing_replicas.clone(),
-                    is_new: is_new || already_new,
-                    leader_recovery_state: lead.leader_recovery_state,
-                },
-            );
+            match per_broker.get_mut(tp) {
+                // Queued already in this pass: refresh it in place (no new allocations).
+                Some(s) => {
+                    s.controller_epoch = lead.controller_epoch;
+                    s.leader = lead.leader;
+                    s.leader_epoch = lead.leader_epoch;
+                    s.isr.clone_from(&lead.isr);
+                    s.partition_epoch = lead.partition_epoch;
+                    s.replicas.clone_from(&assignment.replicas);
+                    s.adding_replicas.clone_from(&assignment.adding_replicas);
+                    s.removing_replicas
+                        .clone_from(&assignment.removing_replicas);
+                    s.is_new |= is_new;
+                    s.leader_recovery_state = lead.leader_recovery_state;
+                }
+                None => {
+                    per_broker.insert(
+                        tp.clone(),
+                        LeaderAndIsrPartitionState {
+                            tp: tp.clone(),
+                            controller_epoch: lead.controller_epoch,
+                            leader: lead.leader,
+                            leader_epoch: lead.leader_epoch,
+                            isr: lead.isr.clone(),
+                            partition_epoch: lead.partition_epoch,
+                            replicas: assignment.replicas.clone(),
+                            adding_replicas: assignment.adding_replicas.clone(),
+                            removing_replicas: assignment.removing_replicas.clone(),
+                            is_new,
+                            leader_recovery_state: lead.leader_recovery_state,
+                        },
+                    );
+                }
+            }
         }
-        self.update_metadata_brokers
-            .extend(ctx.live_or_shutting_down_brokers().map(|b| b.id));
+        for b in ctx.live_or_shutting_down_brokers() {
+            if !self.update_metadata_brokers.contains(&b.id) {
+                self.update_metadata_brokers.insert(b.id);
+            }
+        }
         self.add_update_metadata(ctx, &[], std::slice::from_ref(tp));
     }
 
@@ -263,34 +283,47 @@ impl ControllerBrokerRequestBatch {
     ) {
         self.update_metadata_brokers
             .extend(brokers.iter().copied().filter(|b| *b >= 0));
+        let empty = ReplicaAssignment::default();
         for tp in partitions {
             let Some(lead) = ctx.leadership(tp) else {
                 continue;
             };
-            let replicas = ctx.partition_replicas(tp);
-            let offline_replicas = replicas
-                .iter()
-                .copied()
-                .filter(|r| !ctx.is_replica_online(*r, false))
-                .collect();
+            let replicas = &ctx.partition_assignment(tp).unwrap_or(&empty).replicas;
+            let offline = |r: &BrokerId| !ctx.is_replica_online(*r, false);
             let leader = if ctx.is_topic_queued_for_deletion(&tp.topic) {
                 LEADER_DURING_DELETE
             } else {
                 lead.leader
             };
-            self.update_metadata_partitions.insert(
-                tp.clone(),
-                UpdateMetadataPartitionState {
-                    tp: tp.clone(),
-                    controller_epoch: lead.controller_epoch,
-                    leader,
-                    leader_epoch: lead.leader_epoch,
-                    isr: lead.isr.clone(),
-                    zk_version: lead.partition_epoch,
-                    replicas,
-                    offline_replicas,
-                },
-            );
+            match self.update_metadata_partitions.get_mut(tp) {
+                // Queued already in this pass: refresh it in place (no new allocations).
+                Some(s) => {
+                    s.controller_epoch = lead.controller_epoch;
+                    s.leader = leader;
+                    s.leader_epoch = lead.leader_epoch;
+                    s.isr.clone_from(&lead.isr);
+                    s.zk_version = lead.partition_epoch;
+                    s.replicas.clone_from(replicas);
+                    s.offline_replicas.clear();
+                    s.offline_replicas
+                        .extend(replicas.iter().copied().filter(offline));
+                }
+                None => {
+                    self.update_metadata_partitions.insert(
+                        tp.clone(),
+                        UpdateMetadataPartitionState {
+                            tp: tp.clone(),
+                            controller_epoch: lead.controller_epoch,
+                            leader,
+                            leader_epoch: lead.leader_epoch,
+                            isr: lead.isr.clone(),
+                            zk_version: lead.partition_epoch,
+                            replicas: replicas.clone(),
+                            offline_replicas: replicas.iter().copied().filter(offline).collect(),
+                        },
+                    );
+                }
+            }
         }
     }
 
