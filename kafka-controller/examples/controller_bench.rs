@@ -41,9 +41,12 @@ async fn populate(coord: &dyn Coordination, partitions: i32, window: usize) {
                 (p, (0..3).map(|i| (first + i) % BROKERS + 1).collect())
             })
             .collect();
-        let data = TopicAssignment::new(assignment.clone())
-            .to_json()
-            .unwrap_or_default();
+        // With a topic id (v3), as a Kafka 2.8 cluster writes topics.
+        let mut znode = TopicAssignment::new(assignment.clone());
+        znode.set_id(kafka_wire::Uuid::from_u128(
+            u128::from(t.unsigned_abs()) + 2,
+        ));
+        let data = znode.to_json().unwrap_or_default();
         coord
             .create(&paths::topic(&topic), &data, CreateMode::Persistent)
             .await

@@ -137,10 +137,14 @@ impl Controller {
             }
         }))
         .await;
+        let mut znodes = Vec::new();
         for (t, (data, config)) in topics.iter().zip(topic_reads) {
             match data {
-                Ok((bytes, _)) => match TopicAssignment::from_json(&bytes) {
-                    Ok(a) => ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a)),
+                Ok((bytes, stat)) => match TopicAssignment::from_json(&bytes) {
+                    Ok(a) => {
+                        ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a));
+                        znodes.push((t.clone(), a, stat.version));
+                    }
                     Err(e) => {
                         tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped")
                     }
@@ -156,6 +160,9 @@ impl Controller {
                 }
             }
         }
+        // KIP-516: topic ids from the topic znodes (created where missing).
+        let assign_ids = self.config.channel.versions.leader_and_isr >= 5;
+        super::topics::load_topic_ids(&store, &mut ctx, znodes, assign_ids).await?;
         let all = ctx.all_partitions();
         let reads = store.read_states(&all).await;
         for (tp, r) in all.iter().zip(reads) {
