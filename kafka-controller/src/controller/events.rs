@@ -21,6 +21,9 @@ pub enum ControllerEvent {
     ControllerChange,
     /// The children of `/brokers/ids` changed (K1, K5).
     BrokerChange,
+    /// The data of `/brokers/ids/<id>` changed (Kafka's `BrokerModifications`): the broker
+    /// rewrote its endpoints or features.
+    BrokerModification(BrokerId),
     /// The children of `/brokers/topics` changed (K2.2).
     TopicChange,
     /// The data of `/brokers/topics/<topic>` changed: partitions may have been added.

@@ -291,13 +291,14 @@ impl Controller {
         Ok(())
     }
 
-    /// Reads `/brokers/ids` (watching it) and every registration, pipelined. Malformed
+    /// Reads `/brokers/ids` (watching it) and every registration (watching each), pipelined. Malformed
     /// registrations are logged and left out.
     pub(super) async fn read_live_brokers(
         &self,
     ) -> Result<Vec<crate::context::BrokerInfo>, ControllerError> {
         let ids = self.zk.live_broker_ids(true).await?;
-        let reads = join_all(ids.iter().map(|id| self.zk.broker(*id))).await;
+        // Each registration watched too: a change of its data is a BrokerModification.
+        let reads = join_all(ids.iter().map(|id| self.zk.broker_watched(*id, true))).await;
         let mut out = Vec::new();
         for (id, r) in ids.iter().zip(reads) {
             match r {

@@ -262,6 +262,9 @@ fn watch_event(kind: WatchEventKind, path: &str) -> Option<ControllerEvent> {
         paths::REASSIGN_PARTITIONS => E::PartitionReassignment,
         paths::PREFERRED_REPLICA_ELECTION => E::PreferredReplicaElection,
         paths::ISR_CHANGE_NOTIFICATION => E::IsrChangeNotification,
+        p if kind == WatchEventKind::NodeDataChanged && p.starts_with("/brokers/ids/") => {
+            E::BrokerModification(paths::parse_broker_id(p.strip_prefix("/brokers/ids/")?)?)
+        }
         p if kind == WatchEventKind::NodeDataChanged => {
             let rest = p.strip_prefix("/brokers/topics/")?;
             if !rest.contains('/') {
@@ -400,6 +403,7 @@ impl Controller {
             // Every other handler needs an active controller.
             _ if self.active.is_none() => Ok(()),
             E::BrokerChange => self.process_broker_change().await,
+            E::BrokerModification(id) => self.process_broker_modification(id).await,
             E::TopicChange => self.process_topic_change().await,
             E::PartitionModifications(topic) => self.process_partition_modifications(topic).await,
             E::TopicDeletion => self.process_topic_deletion().await,

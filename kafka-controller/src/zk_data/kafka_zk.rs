@@ -326,8 +326,18 @@ impl KafkaZkClient {
 
     /// The registration and broker epoch (czxid) of broker `id`, if registered.
     pub async fn broker(&self, id: i32) -> Result<Option<(BrokerRegistration, i64)>, KafkaZkError> {
+        self.broker_watched(id, false).await
+    }
+
+    /// [`broker`](Self::broker); with `watch`, also watches the registration's data (Kafka's
+    /// `BrokerModificationsHandler`: a broker rewriting its endpoints or features).
+    pub async fn broker_watched(
+        &self,
+        id: i32,
+        watch: bool,
+    ) -> Result<Option<(BrokerRegistration, i64)>, KafkaZkError> {
         let path = paths::broker(id);
-        match self.coord.get_data(&path, false).await {
+        match self.coord.get_data(&path, watch).await {
             Ok((data, stat)) => Ok(Some((
                 BrokerRegistration::from_json(&data).map_err(data_err(&path))?,
                 stat.czxid,
