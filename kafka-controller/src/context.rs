@@ -345,6 +345,9 @@ pub struct ControllerContext {
     topics_to_delete: BTreeSet<String>,
     topics_ineligible_for_deletion: BTreeSet<String>,
     partitions_being_reassigned: BTreeSet<TopicPartition>,
+    /// Kafka's `replicasOnOfflineDirs`: per broker, the partitions whose replica it reported
+    /// on a failed log directory (`KAFKA_STORAGE_ERROR` in a LeaderAndIsr response).
+    replicas_on_offline_dirs: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
 }
 
 impl ControllerContext {
@@ -470,6 +473,63 @@ impl ControllerContext {
             self.is_live_or_shutting_down(replica)
         } else {
             self.is_broker_live(replica)
+        }
+    }
+
+    /// Kafka's `isReplicaOnline(broker, partition)`: the broker is live (or shutting down,
+    /// with `include_shutting_down`) and has not reported this partition's replica on a failed
+    /// log directory.
+    pub fn is_replica_online_for(
+        &self,
+        tp: &TopicPartition,
+        replica: BrokerId,
+        include_shutting_down: bool,
+    ) -> bool {
+        self.is_replica_online(replica, include_shutting_down)
+            && !self
+                .replicas_on_offline_dirs
+                .get(&replica)
+                .is_some_and(|s| s.contains(tp))
+    }
+
+    /// The live brokers whose replica of `tp` is online (not on a failed log directory).
+    pub fn live_broker_ids_for(
+        &self,
+        tp: &TopicPartition,
+    ) -> std::borrow::Cow<'_, BTreeSet<BrokerId>> {
+        if self
+            .replicas_on_offline_dirs
+            .values()
+            .any(|s| s.contains(tp))
+        {
+            std::borrow::Cow::Owned(
+                self.live
+                    .iter()
+                    .copied()
+                    .filter(|b| self.is_replica_online_for(tp, *b, false))
+                    .collect(),
+            )
+        } else {
+            std::borrow::Cow::Borrowed(&self.live)
+        }
+    }
+
+    /// The partitions broker `broker` reported on failed log directories.
+    pub fn replicas_on_offline_dirs(&self, broker: BrokerId) -> Option<&BTreeSet<TopicPartition>> {
+        self.replicas_on_offline_dirs.get(&broker)
+    }
+
+    /// Replaces the partitions broker `broker` has on failed log directories (none: forgets
+    /// the broker, as when it starts again or dies).
+    pub fn set_replicas_on_offline_dirs(
+        &mut self,
+        broker: BrokerId,
+        partitions: BTreeSet<TopicPartition>,
+    ) {
+        if partitions.is_empty() {
+            self.replicas_on_offline_dirs.remove(&broker);
+        } else {
+            self.replicas_on_offline_dirs.insert(broker, partitions);
         }
     }
 
@@ -604,6 +664,11 @@ impl ControllerContext {
         self.replica_states.retain(|r, _| &*r.tp.topic != topic);
         self.partitions_being_reassigned
             .retain(|tp| &*tp.topic != topic);
+        for dirs in self.replicas_on_offline_dirs.values_mut() {
+            dirs.retain(|tp| &*tp.topic != topic);
+        }
+        self.replicas_on_offline_dirs
+            .retain(|_, dirs| !dirs.is_empty());
     }
 
     /// Records a topic's id (KIP-516; `/brokers/topics/<t>` holds it in base64).

@@ -281,7 +281,7 @@ pub fn initialize_replica_states(
 ) -> (Vec<PartitionReplica>, Vec<PartitionReplica>) {
     let (mut online, mut offline) = (Vec::new(), Vec::new());
     for r in ctx.all_replicas() {
-        if ctx.is_replica_online(r.replica, false) {
+        if ctx.is_replica_online_for(&r.tp, r.replica, false) {
             online.push(r);
         } else {
             offline.push(r);

@@ -289,7 +289,7 @@ impl ControllerBrokerRequestBatch {
                 continue;
             };
             let replicas = &ctx.partition_assignment(tp).unwrap_or(&empty).replicas;
-            let offline = |r: &BrokerId| !ctx.is_replica_online(*r, false);
+            let offline = |r: &BrokerId| !ctx.is_replica_online_for(tp, *r, false);
             let leader = if ctx.is_topic_queued_for_deletion(&tp.topic) {
                 LEADER_DURING_DELETE
             } else {

@@ -114,6 +114,9 @@ impl Controller {
         let retries = self.config.max_cas_retries;
         let a = self.active()?;
         let new_set: BTreeSet<BrokerId> = new.iter().copied().collect();
+        for b in new {
+            a.ctx.set_replicas_on_offline_dirs(*b, BTreeSet::new());
+        }
         let existing: Vec<BrokerId> = a
             .ctx
             .live_or_shutting_down_broker_ids()
@@ -154,6 +157,9 @@ impl Controller {
         let retries = self.config.max_cas_retries;
         let a = self.active()?;
         let dead_set: BTreeSet<BrokerId> = dead.iter().copied().collect();
+        for b in dead {
+            a.ctx.set_replicas_on_offline_dirs(*b, BTreeSet::new());
+        }
         let offline = partitions_with_offline_leader(&a.ctx);
         partition_changes(&mut a.ctx, &offline, PartitionState::Offline, None);
         let pass = trigger_online_partition_state_change(&mut a.ctx);

@@ -39,6 +39,9 @@ pub enum ControllerEvent {
     PreferredReplicaElection,
     /// The children of `/isr_change_notification` changed.
     IsrChangeNotification,
+    /// The children of `/log_dir_event_notification` changed: a broker's log directory
+    /// failed.
+    LogDirEventNotification,
     /// A broker asks to shut down (KAFKA-NOTES §6 "Controlled shutdown"); the reply lists
     /// the partitions it still leads.
     ControlledShutdown {

@@ -123,6 +123,17 @@ impl Controller {
         for chunk in stale.chunks(1000) {
             store.fenced(chunk.to_vec()).await?;
         }
+        // Log dir event notifications: watched, and the pending ones deleted (Kafka's
+        // failover does; the LeaderAndIsr sent below tells which replicas are offline).
+        let log_dir_events = self.zk.log_dir_event_notifications(true).await?;
+        if log_dir_events.is_empty() {
+            coord
+                .exists(paths::LOG_DIR_EVENT_NOTIFICATION, true)
+                .await?;
+        }
+        self.zk
+            .delete_log_dir_event_notifications(epoch, &log_dir_events)
+            .await?;
         // K6.6, K6.7: live brokers with their epochs, topics, assignments, partition states.
         let mut ctx = ControllerContext::new(self.config.broker_id, epoch.epoch, epoch.zk_version);
         for b in self.read_live_brokers().await? {
