@@ -8,13 +8,12 @@ use futures::future::join_all;
 
 use crate::broker_channel::ChannelManager;
 use crate::context::{BrokerId, ControllerContext};
-use crate::coordination::Op;
 use crate::partition_state_machine::{
     initialize_partition_states, trigger_online_partition_state_change,
 };
 use crate::replica_state_machine::{handle_state_changes, initialize_replica_states, ReplicaState};
 use crate::request_batch::ControllerBrokerRequestBatch;
-use crate::zk_data::{paths, Campaign, KafkaZkError, TopicAssignment, TopicConfig};
+use crate::zk_data::{paths, Campaign, KafkaZkError};
 
 use super::store::{assignment_from_znode, broker_info, Store};
 use super::{Active, Controller, ControllerError, ControllerEvent};
@@ -108,21 +107,14 @@ impl Controller {
         } else {
             Vec::new()
         };
-        let notifications =
-            children_or_empty(&*coord, paths::ISR_CHANGE_NOTIFICATION, true).await?;
         // Delete stale ISR change notifications (KAFKA-NOTES §6 failover step 2).
-        let stale: Vec<Op> = notifications
-            .iter()
-            .map(|n| {
-                Op::delete(
-                    crate::coordination::path::join(paths::ISR_CHANGE_NOTIFICATION, n),
-                    -1,
-                )
-            })
-            .collect();
-        for chunk in stale.chunks(1000) {
-            store.fenced(chunk.to_vec()).await?;
+        let notifications = self.zk.isr_change_notifications(true).await?;
+        if notifications.is_empty() {
+            coord.exists(paths::ISR_CHANGE_NOTIFICATION, true).await?;
         }
+        self.zk
+            .delete_isr_change_notifications(epoch, &notifications)
+            .await?;
         // Log dir event notifications: watched, and the pending ones deleted (Kafka's
         // failover does; the LeaderAndIsr sent below tells which replicas are offline).
         let log_dir_events = self.zk.log_dir_event_notifications(true).await?;
@@ -139,35 +131,30 @@ impl Controller {
         for b in self.read_live_brokers().await? {
             ctx.add_live_broker(b);
         }
-        let topic_reads = join_all(topics.iter().map(|t| {
-            let coord = coord.clone();
-            async move {
-                let data = coord.get_data(&paths::topic(t), true).await;
-                let config = coord.get_data(&paths::topic_config(t), false).await;
-                (data, config)
-            }
+        // Each topic znode watched (partitions added later), with its config overrides.
+        let zk = &self.zk;
+        let topic_reads = join_all(topics.iter().map(|t| async move {
+            let assignment = zk.topic_assignment(t, true).await;
+            let config = zk.topic_config(t).await;
+            (assignment, config)
         }))
         .await;
         let mut znodes = Vec::new();
-        for (t, (data, config)) in topics.iter().zip(topic_reads) {
-            match data {
-                Ok((bytes, stat)) => match TopicAssignment::from_json(&bytes) {
-                    Ok(a) => {
-                        ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a));
-                        znodes.push((t.clone(), a, stat.version));
-                    }
-                    Err(e) => {
-                        tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped")
-                    }
-                },
-                Err(e) if e.is_no_node() => {}
+        for (t, (assignment, config)) in topics.iter().zip(topic_reads) {
+            match assignment {
+                Ok(Some((a, version))) => {
+                    ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a));
+                    znodes.push((t.clone(), a, version));
+                }
+                Ok(None) => {}
+                Err(KafkaZkError::Data { error, .. }) => {
+                    tracing::warn!(topic = %t, error = %error, "malformed topic znode; skipped")
+                }
                 Err(e) => return Err(e.into()),
             }
-            if let Ok((bytes, _)) = config {
-                if let Ok(c) = TopicConfig::from_json(&bytes) {
-                    if let Some(unclean) = c.unclean_leader_election() {
-                        ctx.set_unclean_leader_election(t.clone(), unclean);
-                    }
+            if let Ok(Some(c)) = config {
+                if let Some(unclean) = c.unclean_leader_election() {
+                    ctx.set_unclean_leader_election(t.clone(), unclean);
                 }
             }
         }

@@ -36,30 +36,25 @@ impl Controller {
         if new.is_empty() {
             return Ok(());
         }
-        let reads = join_all(new.iter().map(|t| {
-            let coord = coord.clone();
-            let path = paths::topic(t);
-            // The data watch reports partitions added later.
-            async move { coord.get_data(&path, true).await }
-        }))
-        .await;
+        // The data watch reports partitions added later.
+        let reads = join_all(new.iter().map(|t| self.zk.topic_assignment(t, true))).await;
+        let a = self.active()?;
         let mut partitions: Vec<TopicPartition> = Vec::new();
         let mut znodes = Vec::new();
         for (t, r) in new.iter().zip(reads) {
-            let (bytes, stat) = match r {
-                Ok(read) => read,
-                Err(e) if e.is_no_node() => continue,
-                Err(e) => return Err(e.into()),
-            };
-            match TopicAssignment::from_json(&bytes) {
-                Ok(assignment) => {
+            match r {
+                Ok(Some((assignment, version))) => {
                     let parts = assignment_from_znode(&assignment);
                     tracing::info!(topic = %t, partitions = parts.len(), "new topic");
                     a.ctx.set_topic_assignment((*t).clone(), parts);
                     partitions.extend(a.ctx.partitions_for_topic(t));
-                    znodes.push(((*t).clone(), assignment, stat.version));
+                    znodes.push(((*t).clone(), assignment, version));
                 }
-                Err(e) => tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped"),
+                Ok(None) => {}
+                Err(KafkaZkError::Data { error, .. }) => {
+                    tracing::warn!(topic = %t, error = %error, "malformed topic znode; skipped")
+                }
+                Err(e) => return Err(e.into()),
             }
         }
         let assign = self.config.channel.versions.leader_and_isr >= 5;
@@ -74,23 +69,22 @@ impl Controller {
         &mut self,
         topic: String,
     ) -> Result<(), ControllerError> {
-        let coord = self.zk.coordination().clone();
-        let bytes = match coord.get_data(&paths::topic(&topic), true).await {
-            Ok((bytes, _)) => bytes,
-            Err(e) if e.is_no_node() => return Ok(()),
+        let read = match self.zk.topic_assignment(&topic, true).await {
+            Ok(read) => read,
+            Err(KafkaZkError::Data { error, .. }) => {
+                tracing::warn!(topic = %topic, error = %error, "malformed topic znode; ignored");
+                return Ok(());
+            }
             Err(e) => return Err(e.into()),
+        };
+        let Some((znode, _)) = read else {
+            return Ok(());
         };
         let a = self.active()?;
         if a.ctx.is_topic_queued_for_deletion(&topic) || a.ctx.topic_assignment(&topic).is_none() {
             return Ok(());
         }
-        let assignment = match TopicAssignment::from_json(&bytes) {
-            Ok(x) => assignment_from_znode(&x),
-            Err(e) => {
-                tracing::warn!(topic = %topic, error = %e, "malformed topic znode; ignored");
-                return Ok(());
-            }
-        };
+        let assignment = assignment_from_znode(&znode);
         let mut added = Vec::new();
         for (p, replicas) in assignment {
             let tp = TopicPartition::new(topic.as_str(), p);

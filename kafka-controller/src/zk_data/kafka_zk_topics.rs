@@ -193,7 +193,7 @@ impl KafkaZkClient {
     }
 
     /// Creates `path` (persistent, empty) fenced unless it exists.
-    async fn ensure_persistent(
+    pub async fn ensure_persistent(
         &self,
         epoch: ControllerEpoch,
         path: &str,
