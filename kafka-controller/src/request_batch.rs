@@ -141,6 +141,26 @@ pub struct BrokerRequest {
     pub request: ControlRequest,
 }
 
+/// The ids of the topics named by `topics` (partitions in order, so a topic's partitions
+/// come together: it is looked up once per run, not once per partition).
+fn topic_ids_of<'a>(
+    ctx: &ControllerContext,
+    topics: impl Iterator<Item = &'a Arc<str>>,
+) -> BTreeMap<Arc<str>, Uuid> {
+    let mut out = BTreeMap::new();
+    let mut last: Option<&Arc<str>> = None;
+    for t in topics {
+        if last.is_some_and(|l| Arc::ptr_eq(l, t) || l == t) {
+            continue;
+        }
+        last = Some(t);
+        if let Some(id) = ctx.topic_id(t) {
+            out.insert(t.clone(), id);
+        }
+    }
+    out
+}
+
 /// `newBatch()` was called on a batch that was not drained.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("controller request batch is not empty: a previous pass was not sent")]
@@ -349,10 +369,7 @@ impl ControllerBrokerRequestBatch {
                 .into_iter()
                 .filter_map(|l| ctx.broker(l).cloned())
                 .collect();
-            let topic_ids = partitions
-                .iter()
-                .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
-                .collect();
+            let topic_ids = topic_ids_of(ctx, partitions.iter().map(|p| &p.tp.topic));
             out.push(BrokerRequest {
                 broker,
                 request: ControlRequest::LeaderAndIsr {
@@ -367,10 +384,7 @@ impl ControllerBrokerRequestBatch {
             ctx.live_or_shutting_down_brokers().cloned().collect();
         let um_partitions: Arc<[UpdateMetadataPartitionState]> =
             batch.update_metadata_partitions.into_values().collect();
-        let um_topic_ids: BTreeMap<Arc<str>, Uuid> = um_partitions
-            .iter()
-            .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
-            .collect();
+        let um_topic_ids = topic_ids_of(ctx, um_partitions.iter().map(|p| &p.tp.topic));
         for broker in batch.update_metadata_brokers {
             if !ctx.is_live_or_shutting_down(broker) {
                 continue;
