@@ -31,8 +31,8 @@ pub const NO_EPOCH: i32 = -1;
 /// (`LeaderAndIsr.EpochDuringDelete`).
 pub const EPOCH_DURING_DELETE: i32 = -2;
 
-/// A topic partition.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A topic partition. Ordered by topic name, then partition.
+#[derive(Clone, Debug)]
 pub struct TopicPartition {
     /// The topic name (shared: cloning a partition does not copy the name).
     pub topic: Arc<str>,
@@ -46,6 +46,45 @@ impl TopicPartition {
         Self {
             topic: topic.into(),
             partition,
+        }
+    }
+}
+
+// Partitions of one topic share the name's allocation (the context hands out clones of one
+// `Arc<str>` per topic), so comparisons first check for the same allocation and compare the
+// names only for different ones: the controller's maps are keyed by partition and searched
+// hundreds of thousands of times per failover.
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition == other.partition
+            && (Arc::ptr_eq(&self.topic, &other.topic) || self.topic == other.topic)
+    }
+}
+
+impl Eq for TopicPartition {}
+
+// Equal partitions have equal names and indexes, so hashing those agrees with `eq`.
+impl std::hash::Hash for TopicPartition {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.topic.hash(state);
+        self.partition.hash(state);
+    }
+}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.topic, &other.topic) {
+            self.partition.cmp(&other.partition)
+        } else {
+            self.topic
+                .cmp(&other.topic)
+                .then(self.partition.cmp(&other.partition))
         }
     }
 }
@@ -306,6 +345,9 @@ pub struct ControllerContext {
     topics_to_delete: BTreeSet<String>,
     topics_ineligible_for_deletion: BTreeSet<String>,
     partitions_being_reassigned: BTreeSet<TopicPartition>,
+    /// Kafka's `replicasOnOfflineDirs`: per broker, the partitions whose replica it reported
+    /// on a failed log directory (`KAFKA_STORAGE_ERROR` in a LeaderAndIsr response).
+    replicas_on_offline_dirs: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
 }
 
 impl ControllerContext {
@@ -434,6 +476,63 @@ impl ControllerContext {
         }
     }
 
+    /// Kafka's `isReplicaOnline(broker, partition)`: the broker is live (or shutting down,
+    /// with `include_shutting_down`) and has not reported this partition's replica on a failed
+    /// log directory.
+    pub fn is_replica_online_for(
+        &self,
+        tp: &TopicPartition,
+        replica: BrokerId,
+        include_shutting_down: bool,
+    ) -> bool {
+        self.is_replica_online(replica, include_shutting_down)
+            && !self
+                .replicas_on_offline_dirs
+                .get(&replica)
+                .is_some_and(|s| s.contains(tp))
+    }
+
+    /// The live brokers whose replica of `tp` is online (not on a failed log directory).
+    pub fn live_broker_ids_for(
+        &self,
+        tp: &TopicPartition,
+    ) -> std::borrow::Cow<'_, BTreeSet<BrokerId>> {
+        if self
+            .replicas_on_offline_dirs
+            .values()
+            .any(|s| s.contains(tp))
+        {
+            std::borrow::Cow::Owned(
+                self.live
+                    .iter()
+                    .copied()
+                    .filter(|b| self.is_replica_online_for(tp, *b, false))
+                    .collect(),
+            )
+        } else {
+            std::borrow::Cow::Borrowed(&self.live)
+        }
+    }
+
+    /// The partitions broker `broker` reported on failed log directories.
+    pub fn replicas_on_offline_dirs(&self, broker: BrokerId) -> Option<&BTreeSet<TopicPartition>> {
+        self.replicas_on_offline_dirs.get(&broker)
+    }
+
+    /// Replaces the partitions broker `broker` has on failed log directories (none: forgets
+    /// the broker, as when it starts again or dies).
+    pub fn set_replicas_on_offline_dirs(
+        &mut self,
+        broker: BrokerId,
+        partitions: BTreeSet<TopicPartition>,
+    ) {
+        if partitions.is_empty() {
+            self.replicas_on_offline_dirs.remove(&broker);
+        } else {
+            self.replicas_on_offline_dirs.insert(broker, partitions);
+        }
+    }
+
     // ---- topics and assignments ----------------------------------------------------------
 
     /// Sets the whole assignment of a topic (as loaded from `/brokers/topics/<t>`).
@@ -507,6 +606,22 @@ impl ControllerContext {
             .collect()
     }
 
+    /// Every replica of every partition, ordered by partition, then as in the assignment.
+    pub fn all_replicas(&self) -> Vec<PartitionReplica> {
+        let mut out = Vec::new();
+        for (t, ps) in &self.assignments {
+            for (p, a) in ps {
+                let tp = TopicPartition::new(t.clone(), *p);
+                out.extend(
+                    a.replicas
+                        .iter()
+                        .map(|r| PartitionReplica::new(tp.clone(), *r)),
+                );
+            }
+        }
+        out
+    }
+
     /// Every replica hosted on any of `brokers`.
     pub fn replicas_on_brokers(&self, brokers: &BTreeSet<BrokerId>) -> Vec<PartitionReplica> {
         let mut out = Vec::new();
@@ -549,6 +664,11 @@ impl ControllerContext {
         self.replica_states.retain(|r, _| &*r.tp.topic != topic);
         self.partitions_being_reassigned
             .retain(|tp| &*tp.topic != topic);
+        for dirs in self.replicas_on_offline_dirs.values_mut() {
+            dirs.retain(|tp| &*tp.topic != topic);
+        }
+        self.replicas_on_offline_dirs
+            .retain(|_, dirs| !dirs.is_empty());
     }
 
     /// Records a topic's id (KIP-516; `/brokers/topics/<t>` holds it in base64).

@@ -170,11 +170,13 @@ pub fn elect_in_context(
 ) -> Option<ElectionResult> {
     let assignment = ctx.partition_assignment(tp)?;
     let target = assignment.target_replicas();
+    // Replicas on failed log directories cannot lead (Kafka's `isReplicaOnline`).
+    let live = ctx.live_broker_ids_for(tp);
     let input = ElectionInput {
         assignment: &assignment.replicas,
         target_replicas: &target,
         isr: &current.isr,
-        live: ctx.live_broker_ids(),
+        live: &live,
         shutting_down: ctx.shutting_down_broker_ids(),
         unclean_enabled: ctx.unclean_leader_election_enabled(&tp.topic),
     };

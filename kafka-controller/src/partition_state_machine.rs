@@ -223,7 +223,7 @@ pub fn initial_leadership(
         .replicas
         .iter()
         .copied()
-        .filter(|r| ctx.is_replica_online(*r, false))
+        .filter(|r| ctx.is_replica_online_for(tp, *r, false))
         .collect();
     let leader = *live
         .first()
@@ -387,7 +387,8 @@ pub fn trigger_online_partition_state_change(ctx: &mut ControllerContext) -> Par
 pub fn partitions_with_offline_leader(ctx: &ControllerContext) -> Vec<TopicPartition> {
     ctx.leaderships()
         .filter(|(tp, l)| {
-            !ctx.is_replica_online(l.leader, false) && !ctx.is_topic_queued_for_deletion(&tp.topic)
+            !ctx.is_replica_online_for(tp, l.leader, false)
+                && !ctx.is_topic_queued_for_deletion(&tp.topic)
         })
         .map(|(tp, _)| tp.clone())
         .collect()
@@ -398,7 +399,7 @@ pub fn partitions_with_offline_leader(ctx: &ControllerContext) -> Vec<TopicParti
 pub fn initialize_partition_states(ctx: &mut ControllerContext) {
     for tp in ctx.all_partitions() {
         let state = match ctx.leadership(&tp) {
-            Some(l) if ctx.is_replica_online(l.leader, false) => PartitionState::Online,
+            Some(l) if ctx.is_replica_online_for(&tp, l.leader, false) => PartitionState::Online,
             Some(_) => PartitionState::Offline,
             None => PartitionState::New,
         };

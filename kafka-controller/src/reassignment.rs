@@ -325,7 +325,10 @@ pub enum LeaderMove {
 /// not live, else bump the leader epoch.
 pub fn step_7_leader_move(ctx: &ControllerContext, r: &PartitionReassignment) -> LeaderMove {
     match ctx.leadership(&r.tp) {
-        Some(l) if r.target().contains(&l.leader) && ctx.is_replica_online(l.leader, false) => {
+        Some(l)
+            if r.target().contains(&l.leader)
+                && ctx.is_replica_online_for(&r.tp, l.leader, false) =>
+        {
             LeaderMove::BumpEpoch
         }
         _ => LeaderMove::Elect,

@@ -59,7 +59,7 @@ pub fn can_preferred_replica_lead(ctx: &ControllerContext, tp: &TopicPartition) 
     let Some(&preferred) = ctx.partition_replicas(tp).first() else {
         return false;
     };
-    ctx.is_replica_online(preferred, false)
+    ctx.is_replica_online_for(tp, preferred, false)
         && ctx
             .leadership(tp)
             .is_some_and(|l| l.isr.contains(&preferred))

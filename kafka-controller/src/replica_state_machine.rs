@@ -280,17 +280,18 @@ pub fn initialize_replica_states(
     ctx: &mut ControllerContext,
 ) -> (Vec<PartitionReplica>, Vec<PartitionReplica>) {
     let (mut online, mut offline) = (Vec::new(), Vec::new());
-    for tp in ctx.all_partitions() {
-        for b in ctx.partition_replicas(&tp) {
-            let r = PartitionReplica::new(tp.clone(), b);
-            if ctx.is_replica_online(b, false) {
-                ctx.put_replica_state(r.clone(), ReplicaState::Online);
-                online.push(r);
-            } else {
-                ctx.put_replica_state(r.clone(), ReplicaState::DeletionIneligible);
-                offline.push(r);
-            }
+    for r in ctx.all_replicas() {
+        if ctx.is_replica_online_for(&r.tp, r.replica, false) {
+            online.push(r);
+        } else {
+            offline.push(r);
         }
+    }
+    for r in &online {
+        ctx.put_replica_state(r.clone(), ReplicaState::Online);
+    }
+    for r in &offline {
+        ctx.put_replica_state(r.clone(), ReplicaState::DeletionIneligible);
     }
     (online, offline)
 }

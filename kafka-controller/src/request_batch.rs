@@ -141,6 +141,26 @@ pub struct BrokerRequest {
     pub request: ControlRequest,
 }
 
+/// The ids of the topics named by `topics` (partitions in order, so a topic's partitions
+/// come together: it is looked up once per run, not once per partition).
+fn topic_ids_of<'a>(
+    ctx: &ControllerContext,
+    topics: impl Iterator<Item = &'a Arc<str>>,
+) -> BTreeMap<Arc<str>, Uuid> {
+    let mut out = BTreeMap::new();
+    let mut last: Option<&Arc<str>> = None;
+    for t in topics {
+        if last.is_some_and(|l| Arc::ptr_eq(l, t) || l == t) {
+            continue;
+        }
+        last = Some(t);
+        if let Some(id) = ctx.topic_id(t) {
+            out.insert(t.clone(), id);
+        }
+    }
+    out
+}
+
 /// `newBatch()` was called on a batch that was not drained.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("controller request batch is not empty: a previous pass was not sent")]
@@ -201,26 +221,46 @@ impl ControllerBrokerRequestBatch {
         let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
         for &b in brokers.iter().filter(|b| **b >= 0) {
             let per_broker = self.leader_and_isr.entry(b).or_default();
-            let already_new = per_broker.get(tp).is_some_and(|s| s.is_new);
-            per_broker.insert(
-                tp.clone(),
-                LeaderAndIsrPartitionState {
-                    tp: tp.clone(),
-                    controller_epoch: lead.controller_epoch,
-                    leader: lead.leader,
-                    leader_epoch: lead.leader_epoch,
-                    isr: lead.isr.clone(),
-                    partition_epoch: lead.partition_epoch,
-                    replicas: assignment.replicas.clone(),
-                    adding_replicas: assignment.adding_replicas.clone(),
-                    removing_replicas: assignment.removing_replicas.clone(),
-                    is_new: is_new || already_new,
-                    leader_recovery_state: lead.leader_recovery_state,
-                },
-            );
+            match per_broker.get_mut(tp) {
+                // Queued already in this pass: refresh it in place (no new allocations).
+                Some(s) => {
+                    s.controller_epoch = lead.controller_epoch;
+                    s.leader = lead.leader;
+                    s.leader_epoch = lead.leader_epoch;
+                    s.isr.clone_from(&lead.isr);
+                    s.partition_epoch = lead.partition_epoch;
+                    s.replicas.clone_from(&assignment.replicas);
+                    s.adding_replicas.clone_from(&assignment.adding_replicas);
+                    s.removing_replicas
+                        .clone_from(&assignment.removing_replicas);
+                    s.is_new |= is_new;
+                    s.leader_recovery_state = lead.leader_recovery_state;
+                }
+                None => {
+                    per_broker.insert(
+                        tp.clone(),
+                        LeaderAndIsrPartitionState {
+                            tp: tp.clone(),
+                            controller_epoch: lead.controller_epoch,
+                            leader: lead.leader,
+                            leader_epoch: lead.leader_epoch,
+                            isr: lead.isr.clone(),
+                            partition_epoch: lead.partition_epoch,
+                            replicas: assignment.replicas.clone(),
+                            adding_replicas: assignment.adding_replicas.clone(),
+                            removing_replicas: assignment.removing_replicas.clone(),
+                            is_new,
+                            leader_recovery_state: lead.leader_recovery_state,
+                        },
+                    );
+                }
+            }
         }
-        self.update_metadata_brokers
-            .extend(ctx.live_or_shutting_down_brokers().map(|b| b.id));
+        for b in ctx.live_or_shutting_down_brokers() {
+            if !self.update_metadata_brokers.contains(&b.id) {
+                self.update_metadata_brokers.insert(b.id);
+            }
+        }
         self.add_update_metadata(ctx, &[], std::slice::from_ref(tp));
     }
 
@@ -263,34 +303,47 @@ impl ControllerBrokerRequestBatch {
     ) {
         self.update_metadata_brokers
             .extend(brokers.iter().copied().filter(|b| *b >= 0));
+        let empty = ReplicaAssignment::default();
         for tp in partitions {
             let Some(lead) = ctx.leadership(tp) else {
                 continue;
             };
-            let replicas = ctx.partition_replicas(tp);
-            let offline_replicas = replicas
-                .iter()
-                .copied()
-                .filter(|r| !ctx.is_replica_online(*r, false))
-                .collect();
+            let replicas = &ctx.partition_assignment(tp).unwrap_or(&empty).replicas;
+            let offline = |r: &BrokerId| !ctx.is_replica_online_for(tp, *r, false);
             let leader = if ctx.is_topic_queued_for_deletion(&tp.topic) {
                 LEADER_DURING_DELETE
             } else {
                 lead.leader
             };
-            self.update_metadata_partitions.insert(
-                tp.clone(),
-                UpdateMetadataPartitionState {
-                    tp: tp.clone(),
-                    controller_epoch: lead.controller_epoch,
-                    leader,
-                    leader_epoch: lead.leader_epoch,
-                    isr: lead.isr.clone(),
-                    zk_version: lead.partition_epoch,
-                    replicas,
-                    offline_replicas,
-                },
-            );
+            match self.update_metadata_partitions.get_mut(tp) {
+                // Queued already in this pass: refresh it in place (no new allocations).
+                Some(s) => {
+                    s.controller_epoch = lead.controller_epoch;
+                    s.leader = leader;
+                    s.leader_epoch = lead.leader_epoch;
+                    s.isr.clone_from(&lead.isr);
+                    s.zk_version = lead.partition_epoch;
+                    s.replicas.clone_from(replicas);
+                    s.offline_replicas.clear();
+                    s.offline_replicas
+                        .extend(replicas.iter().copied().filter(offline));
+                }
+                None => {
+                    self.update_metadata_partitions.insert(
+                        tp.clone(),
+                        UpdateMetadataPartitionState {
+                            tp: tp.clone(),
+                            controller_epoch: lead.controller_epoch,
+                            leader,
+                            leader_epoch: lead.leader_epoch,
+                            isr: lead.isr.clone(),
+                            zk_version: lead.partition_epoch,
+                            replicas: replicas.clone(),
+                            offline_replicas: replicas.iter().copied().filter(offline).collect(),
+                        },
+                    );
+                }
+            }
         }
     }
 
@@ -316,10 +369,7 @@ impl ControllerBrokerRequestBatch {
                 .into_iter()
                 .filter_map(|l| ctx.broker(l).cloned())
                 .collect();
-            let topic_ids = partitions
-                .iter()
-                .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
-                .collect();
+            let topic_ids = topic_ids_of(ctx, partitions.iter().map(|p| &p.tp.topic));
             out.push(BrokerRequest {
                 broker,
                 request: ControlRequest::LeaderAndIsr {
@@ -334,10 +384,7 @@ impl ControllerBrokerRequestBatch {
             ctx.live_or_shutting_down_brokers().cloned().collect();
         let um_partitions: Arc<[UpdateMetadataPartitionState]> =
             batch.update_metadata_partitions.into_values().collect();
-        let um_topic_ids: BTreeMap<Arc<str>, Uuid> = um_partitions
-            .iter()
-            .filter_map(|p| ctx.topic_id(&p.tp.topic).map(|id| (p.tp.topic.clone(), id)))
-            .collect();
+        let um_topic_ids = topic_ids_of(ctx, um_partitions.iter().map(|p| &p.tp.topic));
         for broker in batch.update_metadata_brokers {
             if !ctx.is_live_or_shutting_down(broker) {
                 continue;

@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use kafka_controller::context::{BrokerInfo, ReplicaAssignment};
+use std::sync::Arc;
+
+use kafka_controller::context::{BrokerInfo, ReplicaAssignment, TopicPartition};
 
 #[test]
 fn kip_380_broker_change_detects_new_dead_and_bounced_brokers() {
@@ -57,4 +59,20 @@ fn shutting_down_brokers_are_live_or_shutting_down_but_not_live() {
     assert!(!ctx.is_live_or_shutting_down(7));
     ctx.remove_live_broker(2);
     assert!(ctx.shutting_down_broker_ids().is_empty());
+}
+
+#[test]
+fn topic_partitions_compare_by_name_then_index_whether_or_not_they_share_the_name() {
+    let shared: Arc<str> = Arc::from("orders");
+    let a0 = TopicPartition::new(shared.clone(), 0);
+    let a1 = TopicPartition::new(shared, 1);
+    let b0 = TopicPartition::new("orders", 0);
+    let c0 = TopicPartition::new("audit", 5);
+    assert_eq!(a0, b0);
+    assert_eq!(a0.cmp(&b0), std::cmp::Ordering::Equal);
+    assert!(a0 < a1 && b0 < a1);
+    assert!(c0 < a0 && c0 < b0);
+    let mut set = std::collections::HashSet::new();
+    set.insert(a0);
+    assert!(set.contains(&b0));
 }

@@ -467,6 +467,12 @@ impl ZkEnsemble {
             .unwrap_or_default()
     }
 
+    /// The process id of server `sid`'s JVM while the harness runs it (e.g. to read its CPU
+    /// time from `/proc` in a benchmark).
+    pub fn pid(&self, sid: u64) -> Option<u32> {
+        self.servers.get(&sid)?.child.as_ref()?.id()
+    }
+
     /// Whether server `sid`'s process is running.
     pub fn is_running(&mut self, sid: u64) -> bool {
         self.check_alive(sid).is_ok()

@@ -62,6 +62,48 @@ impl Controller {
         Ok(())
     }
 
+    /// Kafka's `BrokerModifications`: broker `id` rewrote its registration (watched again).
+    /// When the registration is of the broker epoch the context knows and its listeners or
+    /// rack changed, the context takes the new ones and every live broker gets an
+    /// UpdateMetadata with the new broker list (`onBrokerUpdate`). A registration of another
+    /// epoch is a bounce, which `BrokerChange` handles.
+    pub(super) async fn process_broker_modification(
+        &mut self,
+        id: BrokerId,
+    ) -> Result<(), ControllerError> {
+        let read = match self.zk.broker_watched(id, true).await {
+            Ok(r) => r,
+            Err(crate::zk_data::KafkaZkError::Data { path, error }) => {
+                tracing::warn!(broker = id, path, error = %error, "malformed broker registration; ignored");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some((reg, epoch)) = read else {
+            return Ok(());
+        };
+        let updated = super::store::broker_info(id, &reg, epoch);
+        let a = self.active()?;
+        let Some(old) = a.ctx.broker(id) else {
+            return Ok(());
+        };
+        if old.epoch != epoch || *old == updated {
+            return Ok(());
+        }
+        tracing::info!(
+            broker = id,
+            "broker registration changed; sending UpdateMetadata"
+        );
+        a.ctx.add_live_broker(updated);
+        let everyone: Vec<BrokerId> = a
+            .ctx
+            .live_or_shutting_down_broker_ids()
+            .into_iter()
+            .collect();
+        a.batch.add_update_metadata(&a.ctx, &everyone, &[]);
+        self.send_batch()
+    }
+
     /// K5 (`onBrokerStartup`): UpdateMetadata to the other brokers (K5.1) and with every
     /// partition to the new ones, the new brokers' replicas → Online (K5.2), elections for
     /// partitions without a leader (K5.3), then reassignments and deletions waiting for them.
@@ -72,6 +114,9 @@ impl Controller {
         let retries = self.config.max_cas_retries;
         let a = self.active()?;
         let new_set: BTreeSet<BrokerId> = new.iter().copied().collect();
+        for b in new {
+            a.ctx.set_replicas_on_offline_dirs(*b, BTreeSet::new());
+        }
         let existing: Vec<BrokerId> = a
             .ctx
             .live_or_shutting_down_broker_ids()
@@ -112,6 +157,9 @@ impl Controller {
         let retries = self.config.max_cas_retries;
         let a = self.active()?;
         let dead_set: BTreeSet<BrokerId> = dead.iter().copied().collect();
+        for b in dead {
+            a.ctx.set_replicas_on_offline_dirs(*b, BTreeSet::new());
+        }
         let offline = partitions_with_offline_leader(&a.ctx);
         partition_changes(&mut a.ctx, &offline, PartitionState::Offline, None);
         let pass = trigger_online_partition_state_change(&mut a.ctx);

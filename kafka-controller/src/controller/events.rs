@@ -21,6 +21,9 @@ pub enum ControllerEvent {
     ControllerChange,
     /// The children of `/brokers/ids` changed (K1, K5).
     BrokerChange,
+    /// The data of `/brokers/ids/<id>` changed (Kafka's `BrokerModifications`): the broker
+    /// rewrote its endpoints or features.
+    BrokerModification(BrokerId),
     /// The children of `/brokers/topics` changed (K2.2).
     TopicChange,
     /// The data of `/brokers/topics/<topic>` changed: partitions may have been added.
@@ -36,6 +39,9 @@ pub enum ControllerEvent {
     PreferredReplicaElection,
     /// The children of `/isr_change_notification` changed.
     IsrChangeNotification,
+    /// The children of `/log_dir_event_notification` changed: a broker's log directory
+    /// failed.
+    LogDirEventNotification,
     /// A broker asks to shut down (KAFKA-NOTES §6 "Controlled shutdown"); the reply lists
     /// the partitions it still leads.
     ControlledShutdown {

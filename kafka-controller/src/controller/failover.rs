@@ -8,13 +8,12 @@ use futures::future::join_all;
 
 use crate::broker_channel::ChannelManager;
 use crate::context::{BrokerId, ControllerContext};
-use crate::coordination::Op;
 use crate::partition_state_machine::{
     initialize_partition_states, trigger_online_partition_state_change,
 };
 use crate::replica_state_machine::{handle_state_changes, initialize_replica_states, ReplicaState};
 use crate::request_batch::ControllerBrokerRequestBatch;
-use crate::zk_data::{paths, Campaign, KafkaZkError, TopicAssignment, TopicConfig};
+use crate::zk_data::{paths, Campaign, KafkaZkError};
 
 use super::store::{assignment_from_znode, broker_info, Store};
 use super::{Active, Controller, ControllerError, ControllerEvent};
@@ -108,54 +107,60 @@ impl Controller {
         } else {
             Vec::new()
         };
-        let notifications =
-            children_or_empty(&*coord, paths::ISR_CHANGE_NOTIFICATION, true).await?;
         // Delete stale ISR change notifications (KAFKA-NOTES §6 failover step 2).
-        let stale: Vec<Op> = notifications
-            .iter()
-            .map(|n| {
-                Op::delete(
-                    crate::coordination::path::join(paths::ISR_CHANGE_NOTIFICATION, n),
-                    -1,
-                )
-            })
-            .collect();
-        for chunk in stale.chunks(1000) {
-            store.fenced(chunk.to_vec()).await?;
+        let notifications = self.zk.isr_change_notifications(true).await?;
+        if notifications.is_empty() {
+            coord.exists(paths::ISR_CHANGE_NOTIFICATION, true).await?;
         }
+        self.zk
+            .delete_isr_change_notifications(epoch, &notifications)
+            .await?;
+        // Log dir event notifications: watched, and the pending ones deleted (Kafka's
+        // failover does; the LeaderAndIsr sent below tells which replicas are offline).
+        let log_dir_events = self.zk.log_dir_event_notifications(true).await?;
+        if log_dir_events.is_empty() {
+            coord
+                .exists(paths::LOG_DIR_EVENT_NOTIFICATION, true)
+                .await?;
+        }
+        self.zk
+            .delete_log_dir_event_notifications(epoch, &log_dir_events)
+            .await?;
         // K6.6, K6.7: live brokers with their epochs, topics, assignments, partition states.
         let mut ctx = ControllerContext::new(self.config.broker_id, epoch.epoch, epoch.zk_version);
         for b in self.read_live_brokers().await? {
             ctx.add_live_broker(b);
         }
-        let topic_reads = join_all(topics.iter().map(|t| {
-            let coord = coord.clone();
-            async move {
-                let data = coord.get_data(&paths::topic(t), true).await;
-                let config = coord.get_data(&paths::topic_config(t), false).await;
-                (data, config)
-            }
+        // Each topic znode watched (partitions added later), with its config overrides.
+        let zk = &self.zk;
+        let topic_reads = join_all(topics.iter().map(|t| async move {
+            let assignment = zk.topic_assignment(t, true).await;
+            let config = zk.topic_config(t).await;
+            (assignment, config)
         }))
         .await;
-        for (t, (data, config)) in topics.iter().zip(topic_reads) {
-            match data {
-                Ok((bytes, _)) => match TopicAssignment::from_json(&bytes) {
-                    Ok(a) => ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a)),
-                    Err(e) => {
-                        tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped")
-                    }
-                },
-                Err(e) if e.is_no_node() => {}
+        let mut znodes = Vec::new();
+        for (t, (assignment, config)) in topics.iter().zip(topic_reads) {
+            match assignment {
+                Ok(Some((a, version))) => {
+                    ctx.set_topic_assignment(t.clone(), assignment_from_znode(&a));
+                    znodes.push((t.clone(), a, version));
+                }
+                Ok(None) => {}
+                Err(KafkaZkError::Data { error, .. }) => {
+                    tracing::warn!(topic = %t, error = %error, "malformed topic znode; skipped")
+                }
                 Err(e) => return Err(e.into()),
             }
-            if let Ok((bytes, _)) = config {
-                if let Ok(c) = TopicConfig::from_json(&bytes) {
-                    if let Some(unclean) = c.unclean_leader_election() {
-                        ctx.set_unclean_leader_election(t.clone(), unclean);
-                    }
+            if let Ok(Some(c)) = config {
+                if let Some(unclean) = c.unclean_leader_election() {
+                    ctx.set_unclean_leader_election(t.clone(), unclean);
                 }
             }
         }
+        // KIP-516: topic ids from the topic znodes (created where missing).
+        let assign_ids = self.config.channel.versions.leader_and_isr >= 5;
+        super::topics::load_topic_ids(&store, &mut ctx, znodes, assign_ids).await?;
         let all = ctx.all_partitions();
         let reads = store.read_states(&all).await;
         for (tp, r) in all.iter().zip(reads) {
@@ -284,13 +289,14 @@ impl Controller {
         Ok(())
     }
 
-    /// Reads `/brokers/ids` (watching it) and every registration, pipelined. Malformed
+    /// Reads `/brokers/ids` (watching it) and every registration (watching each), pipelined. Malformed
     /// registrations are logged and left out.
     pub(super) async fn read_live_brokers(
         &self,
     ) -> Result<Vec<crate::context::BrokerInfo>, ControllerError> {
         let ids = self.zk.live_broker_ids(true).await?;
-        let reads = join_all(ids.iter().map(|id| self.zk.broker(*id))).await;
+        // Each registration watched too: a change of its data is a BrokerModification.
+        let reads = join_all(ids.iter().map(|id| self.zk.broker_watched(*id, true))).await;
         let mut out = Vec::new();
         for (id, r) in ids.iter().zip(reads) {
             match r {

@@ -33,6 +33,7 @@ mod brokers;
 pub mod events;
 mod failover;
 mod isr_change;
+mod log_dirs;
 mod passes;
 mod reassign;
 mod responses;
@@ -262,6 +263,10 @@ fn watch_event(kind: WatchEventKind, path: &str) -> Option<ControllerEvent> {
         paths::REASSIGN_PARTITIONS => E::PartitionReassignment,
         paths::PREFERRED_REPLICA_ELECTION => E::PreferredReplicaElection,
         paths::ISR_CHANGE_NOTIFICATION => E::IsrChangeNotification,
+        paths::LOG_DIR_EVENT_NOTIFICATION => E::LogDirEventNotification,
+        p if kind == WatchEventKind::NodeDataChanged && p.starts_with("/brokers/ids/") => {
+            E::BrokerModification(paths::parse_broker_id(p.strip_prefix("/brokers/ids/")?)?)
+        }
         p if kind == WatchEventKind::NodeDataChanged => {
             let rest = p.strip_prefix("/brokers/topics/")?;
             if !rest.contains('/') {
@@ -400,6 +405,7 @@ impl Controller {
             // Every other handler needs an active controller.
             _ if self.active.is_none() => Ok(()),
             E::BrokerChange => self.process_broker_change().await,
+            E::BrokerModification(id) => self.process_broker_modification(id).await,
             E::TopicChange => self.process_topic_change().await,
             E::PartitionModifications(topic) => self.process_partition_modifications(topic).await,
             E::TopicDeletion => self.process_topic_deletion().await,
@@ -407,6 +413,7 @@ impl Controller {
             E::PartitionReassignmentIsrChange(tp) => self.process_reassignment_isr_change(tp).await,
             E::PreferredReplicaElection => self.process_preferred_election().await,
             E::IsrChangeNotification => self.process_isr_change_notification().await,
+            E::LogDirEventNotification => self.process_log_dir_event_notification().await,
             E::BrokerResponse(r) => self.process_broker_response(r).await,
             E::AutoPreferredReplicaLeaderElection => self.process_auto_rebalance().await,
             E::Shutdown => Ok(()),

@@ -84,7 +84,8 @@ impl Controller {
                 "broker answered a control request with an error");
         }
         if let ResponseBody::LeaderAndIsr(resp) = &r.response {
-            for e in leader_and_isr_partition_errors(&r.request, resp) {
+            let errors = leader_and_isr_partition_errors(&r.request, resp);
+            for e in &errors {
                 if e.error == ErrorCode::KafkaStorageError {
                     tracing::error!(broker, topic = %e.topic, partition = e.partition,
                         error = %e.error, "replica is on an offline log directory");
@@ -92,6 +93,10 @@ impl Controller {
                     tracing::warn!(broker, topic = %e.topic, partition = e.partition,
                         error = %e.error, "broker could not apply LeaderAndIsr to a partition");
                 }
+            }
+            if error == ErrorCode::None {
+                self.process_leader_and_isr_log_dirs(broker, &r.request, &errors)
+                    .await?;
             }
         }
         let stale = error == ErrorCode::StaleControllerEpoch;

@@ -108,8 +108,35 @@ pub fn assignment_from_znode(t: &TopicAssignment) -> BTreeMap<i32, ReplicaAssign
         .collect()
 }
 
-/// Partition-state reads in flight at once.
-pub const READ_WINDOW: usize = 1000;
+/// `w`'s partitions (and reassignment fields, v2+) written into a topic znode.
+fn apply_topic_write(znode: &mut TopicAssignment, w: &TopicAssignmentWrite) {
+    znode.partitions = w
+        .partitions
+        .iter()
+        .map(|(p, a)| (*p, a.replicas.clone()))
+        .collect();
+    let adding: BTreeMap<i32, Vec<i32>> = w
+        .partitions
+        .iter()
+        .filter(|(_, a)| !a.adding_replicas.is_empty())
+        .map(|(p, a)| (*p, a.adding_replicas.clone()))
+        .collect();
+    let removing: BTreeMap<i32, Vec<i32>> = w
+        .partitions
+        .iter()
+        .filter(|(_, a)| !a.removing_replicas.is_empty())
+        .map(|(p, a)| (*p, a.removing_replicas.clone()))
+        .collect();
+    if znode.version >= 2 || !adding.is_empty() || !removing.is_empty() {
+        znode.version = znode.version.max(2);
+        znode.adding_replicas = Some(adding);
+        znode.removing_replicas = Some(removing);
+    }
+}
+
+/// Partition-state reads per multi-read request on ZooKeeper (informational: the
+/// coordination client batches).
+pub const READ_BATCH: usize = 1000;
 
 /// Partition-state writes per fenced transaction.
 const WRITE_BATCH: usize = 500;
@@ -151,29 +178,23 @@ impl Store {
             .map_err(ControllerError::from)
     }
 
-    /// K1.1: reads the states of `tps`, pipelined with up to [`READ_WINDOW`] reads in flight
-    /// (ZooKeeper stops reading a connection beyond its outstanding-request limit, 1000 by
-    /// default, so a larger window only costs the server). `Ok(None)`: no state znode. A
-    /// malformed znode is an `Err` for that partition only.
+    /// K1.1: reads the states of `tps` in bulk (multi-reads of [`READ_BATCH`] paths on
+    /// ZooKeeper, every batch in flight at once). `Ok(None)`: no state znode. A malformed
+    /// znode is an `Err` for that partition only.
     pub async fn read_states(
         &self,
         tps: &[TopicPartition],
     ) -> Vec<Result<Option<PartitionLeadership>, KafkaZkError>> {
-        let mut out = Vec::with_capacity(tps.len());
-        for chunk in tps.chunks(READ_WINDOW) {
-            let keys: Vec<(String, i32)> = chunk
-                .iter()
-                .map(|tp| (tp.topic.to_string(), tp.partition))
-                .collect();
-            out.extend(
-                self.zk
-                    .partition_states(&keys)
-                    .await
-                    .into_iter()
-                    .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v)))),
-            );
-        }
-        out
+        let state_paths: Vec<String> = tps
+            .iter()
+            .map(|tp| paths::partition_state(&tp.topic, tp.partition))
+            .collect();
+        self.zk
+            .partition_states_at(&state_paths)
+            .await
+            .into_iter()
+            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))))
+            .collect()
     }
 
     /// K1.3: performs partition-state writes, pipelined, each fenced by the controller epoch
@@ -183,29 +204,35 @@ impl Store {
         &self,
         writes: &[&PartitionStateWrite],
     ) -> Result<Vec<WriteOutcome>, ControllerError> {
-        let parents = writes
+        // Parents of new state znodes first (fenced; existing ones are fine), once each.
+        let mut parents: Vec<String> = Vec::new();
+        for w in writes.iter().filter(|w| w.kind == WriteKind::Create) {
+            let topic_path = paths::topic_partitions(&w.tp.topic);
+            if parents.last() != Some(&topic_path) && !parents.contains(&topic_path) {
+                parents.push(topic_path);
+            }
+        }
+        for r in join_all(
+            parents
+                .iter()
+                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
+        )
+        .await
+        {
+            r?;
+        }
+        let partition_paths: Vec<String> = writes
             .iter()
             .filter(|w| w.kind == WriteKind::Create)
-            .map(|w| async move {
-                let t = &w.tp.topic;
-                for path in [
-                    paths::topic_partitions(t),
-                    paths::partition(t, w.tp.partition),
-                ] {
-                    match self
-                        .zk
-                        .coordination()
-                        .create(&path, b"", CreateMode::Persistent)
-                        .await
-                    {
-                        Ok(_) => {}
-                        Err(e) if e.is_node_exists() => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            });
-        for r in join_all(parents).await {
+            .map(|w| paths::partition(&w.tp.topic, w.tp.partition))
+            .collect();
+        for r in join_all(
+            partition_paths
+                .iter()
+                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
+        )
+        .await
+        {
             r?;
         }
         let mut ops = Vec::with_capacity(writes.len());
@@ -275,45 +302,33 @@ impl Store {
     }
 
     /// Rewrites `/brokers/topics/<t>` with `w`'s partitions, keeping the topic id and unknown
-    /// fields of the current znode (fenced, any version).
+    /// fields of the current znode: read, change, write conditional on the version read
+    /// (fenced), again from the read if the znode changed meanwhile. A malformed znode is
+    /// replaced whatever its version.
     pub async fn write_topic(&self, w: &TopicAssignmentWrite) -> Result<(), ControllerError> {
-        let path = paths::topic(&w.topic);
-        let mut znode = match self.zk.coordination().get_data(&path, false).await {
-            Ok((data, _)) => TopicAssignment::from_json(&data).unwrap_or_else(|e| {
-                tracing::warn!(topic = %w.topic, error = %e, "malformed topic znode; rewriting");
-                TopicAssignment::new(BTreeMap::new())
-            }),
-            Err(e) if e.is_no_node() => TopicAssignment::new(BTreeMap::new()),
-            Err(e) => return Err(KafkaZkError::from(e).into()),
-        };
-        znode.partitions = w
-            .partitions
-            .iter()
-            .map(|(p, a)| (*p, a.replicas.clone()))
-            .collect();
-        let adding: BTreeMap<i32, Vec<i32>> = w
-            .partitions
-            .iter()
-            .filter(|(_, a)| !a.adding_replicas.is_empty())
-            .map(|(p, a)| (*p, a.adding_replicas.clone()))
-            .collect();
-        let removing: BTreeMap<i32, Vec<i32>> = w
-            .partitions
-            .iter()
-            .filter(|(_, a)| !a.removing_replicas.is_empty())
-            .map(|(p, a)| (*p, a.removing_replicas.clone()))
-            .collect();
-        if znode.version >= 2 || !adding.is_empty() || !removing.is_empty() {
-            znode.version = znode.version.max(2);
-            znode.adding_replicas = Some(adding);
-            znode.removing_replicas = Some(removing);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let (mut znode, version) = match self.zk.topic_assignment(&w.topic, false).await {
+                Ok(Some(read)) => read,
+                Ok(None) => (TopicAssignment::new(BTreeMap::new()), ANY_VERSION),
+                Err(KafkaZkError::Data { error, .. }) => {
+                    tracing::warn!(topic = %w.topic, error = %error, "malformed topic znode; rewriting");
+                    (TopicAssignment::new(BTreeMap::new()), ANY_VERSION)
+                }
+                Err(e) => return Err(e.into()),
+            };
+            apply_topic_write(&mut znode, w);
+            match self
+                .zk
+                .set_topic_assignment(self.epoch, &w.topic, &znode, version)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(KafkaZkError::Coordination(e)) if e.is_bad_version() && attempts < 10 => {}
+                Err(e) => return Err(e.into()),
+            }
         }
-        let data = znode.to_json().map_err(|error| KafkaZkError::Data {
-            path: path.clone(),
-            error,
-        })?;
-        self.fenced(vec![Op::set_data(&path, data, ANY_VERSION)])
-            .await
     }
 
     /// Fenced deletes of `paths` (leaves first), skipping the ones already gone.

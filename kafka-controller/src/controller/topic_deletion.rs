@@ -110,7 +110,7 @@ impl Controller {
             let (live, dead): (Vec<_>, Vec<_>) = replicas
                 .into_iter()
                 .filter(|r| a.ctx.replica_state(r) != ReplicaState::DeletionSuccessful)
-                .partition(|r| a.ctx.is_replica_online(r.replica, true));
+                .partition(|r| a.ctx.is_replica_online_for(&r.tp, r.replica, true));
             if !dead.is_empty() {
                 replica_changes(
                     &mut a.ctx,

@@ -4,14 +4,15 @@
 
 use futures::future::join_all;
 
-use crate::context::{PartitionReplica, TopicPartition};
+use crate::context::{ControllerContext, PartitionReplica, TopicPartition};
+use crate::coordination::Op;
 use crate::election::ElectionStrategy;
 use crate::partition_state_machine::{handle_state_changes as partition_changes, PartitionState};
 use crate::replica_state_machine::{handle_state_changes as replica_changes, ReplicaState};
-use crate::zk_data::{paths, TopicAssignment};
+use crate::zk_data::{paths, KafkaZkError, TopicAssignment};
 
 use super::failover::children_or_empty;
-use super::store::assignment_from_znode;
+use super::store::{assignment_from_znode, Store};
 use super::{Controller, ControllerError};
 
 impl Controller {
@@ -35,30 +36,30 @@ impl Controller {
         if new.is_empty() {
             return Ok(());
         }
-        let reads = join_all(new.iter().map(|t| {
-            let coord = coord.clone();
-            let path = paths::topic(t);
-            // The data watch reports partitions added later.
-            async move { coord.get_data(&path, true).await }
-        }))
-        .await;
+        // The data watch reports partitions added later.
+        let reads = join_all(new.iter().map(|t| self.zk.topic_assignment(t, true))).await;
+        let a = self.active()?;
         let mut partitions: Vec<TopicPartition> = Vec::new();
+        let mut znodes = Vec::new();
         for (t, r) in new.iter().zip(reads) {
-            let bytes = match r {
-                Ok((bytes, _)) => bytes,
-                Err(e) if e.is_no_node() => continue,
-                Err(e) => return Err(e.into()),
-            };
-            match TopicAssignment::from_json(&bytes) {
-                Ok(assignment) => {
+            match r {
+                Ok(Some((assignment, version))) => {
                     let parts = assignment_from_znode(&assignment);
                     tracing::info!(topic = %t, partitions = parts.len(), "new topic");
                     a.ctx.set_topic_assignment((*t).clone(), parts);
                     partitions.extend(a.ctx.partitions_for_topic(t));
+                    znodes.push(((*t).clone(), assignment, version));
                 }
-                Err(e) => tracing::warn!(topic = %t, error = %e, "malformed topic znode; skipped"),
+                Ok(None) => {}
+                Err(KafkaZkError::Data { error, .. }) => {
+                    tracing::warn!(topic = %t, error = %error, "malformed topic znode; skipped")
+                }
+                Err(e) => return Err(e.into()),
             }
         }
+        let assign = self.config.channel.versions.leader_and_isr >= 5;
+        let a = self.active()?;
+        load_topic_ids(&a.store, &mut a.ctx, znodes, assign).await?;
         self.on_new_partition_creation(&partitions).await
     }
 
@@ -68,23 +69,22 @@ impl Controller {
         &mut self,
         topic: String,
     ) -> Result<(), ControllerError> {
-        let coord = self.zk.coordination().clone();
-        let bytes = match coord.get_data(&paths::topic(&topic), true).await {
-            Ok((bytes, _)) => bytes,
-            Err(e) if e.is_no_node() => return Ok(()),
+        let read = match self.zk.topic_assignment(&topic, true).await {
+            Ok(read) => read,
+            Err(KafkaZkError::Data { error, .. }) => {
+                tracing::warn!(topic = %topic, error = %error, "malformed topic znode; ignored");
+                return Ok(());
+            }
             Err(e) => return Err(e.into()),
+        };
+        let Some((znode, _)) = read else {
+            return Ok(());
         };
         let a = self.active()?;
         if a.ctx.is_topic_queued_for_deletion(&topic) || a.ctx.topic_assignment(&topic).is_none() {
             return Ok(());
         }
-        let assignment = match TopicAssignment::from_json(&bytes) {
-            Ok(x) => assignment_from_znode(&x),
-            Err(e) => {
-                tracing::warn!(topic = %topic, error = %e, "malformed topic znode; ignored");
-                return Ok(());
-            }
-        };
+        let assignment = assignment_from_znode(&znode);
         let mut added = Vec::new();
         for (p, replicas) in assignment {
             let tp = TopicPartition::new(topic.as_str(), p);
@@ -132,4 +132,70 @@ impl Controller {
         a.run_replica_pass(pass, retries).await?;
         self.send_batch()
     }
+}
+
+/// A random topic id as Kafka's `Uuid.randomUuid` draws it: never the zero id, never the
+/// reserved metadata-topic id (1), and never one whose text form starts with `-`.
+fn random_topic_id() -> kafka_wire::Uuid {
+    loop {
+        let id = kafka_wire::Uuid::from_u128(rand::random::<u128>());
+        if id.as_u128() > 1 && !crate::zk_data::encode_topic_id(id).starts_with('-') {
+            return id;
+        }
+    }
+}
+
+/// KIP-516 (Kafka's `processTopicIds`): records the ids of `topics` (each with its znode
+/// content and version) in the context. With `assign_missing` (the controller speaks
+/// LeaderAndIsr v5+, i.e. IBP 2.8), a topic without an id gets a fresh one, written to its
+/// znode as version 3 with a check of the version read (fenced, all writes in flight at
+/// once); a topic whose znode changed meanwhile keeps none until the next failover. A
+/// malformed id is logged and ignored.
+pub(super) async fn load_topic_ids(
+    store: &Store,
+    ctx: &mut ControllerContext,
+    topics: Vec<(String, TopicAssignment, i32)>,
+    assign_missing: bool,
+) -> Result<(), ControllerError> {
+    let mut writes = Vec::new();
+    for (topic, mut znode, version) in topics {
+        match znode.id() {
+            Ok(Some(id)) => ctx.set_topic_id(topic, id),
+            Ok(None) if assign_missing => {
+                let id = random_topic_id();
+                znode.set_id(id);
+                match znode.to_json() {
+                    Ok(data) => writes.push((topic, id, data, version)),
+                    Err(e) => {
+                        tracing::warn!(topic = %topic, error = %e, "cannot encode topic znode")
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(topic = %topic, error = %e, "malformed topic id; ignored"),
+        }
+    }
+    let results = futures::future::join_all(writes.iter().map(|(topic, _, data, version)| {
+        store.fenced(vec![Op::set_data(
+            paths::topic(topic),
+            data.clone(),
+            *version,
+        )])
+    }))
+    .await;
+    for ((topic, id, _, _), r) in writes.into_iter().zip(results) {
+        match r {
+            Ok(()) => {
+                tracing::info!(topic = %topic, topic_id = %crate::zk_data::encode_topic_id(id),
+                    "topic id assigned");
+                ctx.set_topic_id(topic, id);
+            }
+            Err(ControllerError::ControllerMoved) => return Err(ControllerError::ControllerMoved),
+            Err(ControllerError::Store(KafkaZkError::Coordination(e))) => {
+                tracing::warn!(topic = %topic, error = %e, "topic id not written; topic znode changed");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

@@ -72,6 +72,18 @@ pub trait Coordination: Send + Sync {
     /// watch. Errors: `NoNode`.
     async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError>;
 
+    /// The data and metadata of every node of `paths`, in order, each with its own result
+    /// (`NoNode` for a missing one); no watches. Meant for bulk reads (every partition state at
+    /// controller failover): an implementation may send many reads as one request, as
+    /// ZooKeeper 3.6+'s multi-read does. The default issues the reads one by one, all in
+    /// flight at once.
+    async fn get_data_many(
+        &self,
+        paths: &[String],
+    ) -> Vec<Result<(Vec<u8>, Stat), CoordinationError>> {
+        futures::future::join_all(paths.iter().map(|p| self.get_data(p, false))).await
+    }
+
     /// Makes this client's later reads see every write committed before the call (ZooKeeper's
     /// `sync`: the server this client talks to catches up with the leader). Needed only where
     /// a client must read what *another* client wrote, without a watch event in between. The

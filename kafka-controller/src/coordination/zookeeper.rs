@@ -26,6 +26,11 @@ use super::types::{
     SessionState, Stat, WatchEvent, WatchEventKind,
 };
 
+/// Reads per multi-read request of [`Coordination::get_data_many`]: large enough that the
+/// server's per-request cost vanishes, small enough that a response stays far below
+/// ZooKeeper's 1 MB packet limit (a partition state and its stat are ~150 bytes).
+const MULTI_READ_BATCH: usize = 1000;
+
 /// Backoff bounds while re-opening a session after expiry.
 const RENEW_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const RENEW_BACKOFF_MAX: Duration = Duration::from_secs(2);
@@ -413,6 +418,86 @@ fn map_error(e: zk::Error, path: &str) -> CoordinationError {
     }
 }
 
+/// One read's outcome: the data and metadata, or why not.
+type Read = Result<(Vec<u8>, Stat), CoordinationError>;
+
+/// Reads `paths` with one multi-read request (ZooKeeper 3.6+), one result per path; falls
+/// back to single reads on a server without multi-read.
+async fn multi_read(client: &zk::Client, paths: &[String]) -> Vec<Read> {
+    let mut out: Vec<Option<Read>> = Vec::with_capacity(paths.len());
+    let mut reader = client.new_multi_reader();
+    let mut sent = Vec::with_capacity(paths.len());
+    for (i, path) in paths.iter().enumerate() {
+        let added = validate_path(path, false)
+            .and_then(|()| reader.add_get_data(path).map_err(|e| map_error(e, path)));
+        match added {
+            Ok(()) => {
+                out.push(None);
+                sent.push(i);
+            }
+            Err(e) => out.push(Some(Err(e))),
+        }
+    }
+    match reader.commit().await {
+        Ok(results) if results.len() == sent.len() => {
+            for (i, r) in sent.into_iter().zip(results) {
+                let path = paths.get(i).map_or("", String::as_str);
+                let r = match r {
+                    zk::MultiReadResult::Data { data, stat } => Ok((data, convert_stat(&stat))),
+                    zk::MultiReadResult::Error { err } => Err(map_error(err, path)),
+                    other => Err(CoordinationError::Backend(format!(
+                        "unexpected multi-read result {other:?}"
+                    ))),
+                };
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(r);
+                }
+            }
+        }
+        Ok(results) => {
+            let e = CoordinationError::Backend(format!(
+                "multi-read returned {} results for {} reads",
+                results.len(),
+                sent.len()
+            ));
+            for i in sent {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(Err(e.clone()));
+                }
+            }
+        }
+        Err(zk::Error::Unimplemented) => {
+            let singles = futures::future::join_all(sent.iter().map(|&i| {
+                let path = paths.get(i).map_or("", String::as_str);
+                async move {
+                    client
+                        .get_data(path)
+                        .await
+                        .map(|(data, stat)| (data, convert_stat(&stat)))
+                        .map_err(|e| map_error(e, path))
+                }
+            }))
+            .await;
+            for (i, r) in sent.into_iter().zip(singles) {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(r);
+                }
+            }
+        }
+        Err(e) => {
+            let e = map_error(e, "");
+            for i in sent {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(Err(e.clone()));
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or(Err(CoordinationError::ConnectionLoss)))
+        .collect()
+}
+
 fn validate_op(op: &Op) -> Result<(), CoordinationError> {
     match op {
         Op::Create { path, mode, .. } => validate_path(path, mode.is_sequential()),
@@ -583,6 +668,22 @@ impl Coordination for ZooKeeperCoordination {
         };
         children.sort_unstable();
         Ok(children)
+    }
+
+    async fn get_data_many(
+        &self,
+        paths: &[String],
+    ) -> Vec<Result<(Vec<u8>, Stat), CoordinationError>> {
+        let client = self.client();
+        // Every batch in flight at once on the one session (pipelined multi-reads).
+        let batches = paths
+            .chunks(MULTI_READ_BATCH)
+            .map(|chunk| multi_read(&client, chunk));
+        futures::future::join_all(batches)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     async fn sync(&self, path: &str) -> Result<(), CoordinationError> {

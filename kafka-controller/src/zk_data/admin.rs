@@ -133,6 +133,18 @@ pub struct LogDirEventNotification {
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
+impl LogDirEventNotification {
+    /// The event a broker writes when one of its log directories fails (`event` 1).
+    pub fn failure(broker: i32) -> LogDirEventNotification {
+        LogDirEventNotification {
+            version: 1,
+            broker,
+            event: 1,
+            extra: Map::new(),
+        }
+    }
+}
+
 json_znode!(
     LogDirEventNotification,
     "/log_dir_event_notification/log_dir_event_<seq>"

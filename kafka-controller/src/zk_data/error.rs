@@ -19,6 +19,12 @@ pub enum ZkDataError {
         /// The offending content (at most 64 bytes, lossily decoded).
         content: String,
     },
+    /// A topic id is not Kafka's 22-character URL-safe base64 form.
+    #[error("malformed topic id {content:?}")]
+    TopicId {
+        /// The offending text (at most 64 characters).
+        content: String,
+    },
     /// A value encoded to JSON failed (never expected for these types).
     #[error("encoding {what} JSON failed: {reason}")]
     Encode {

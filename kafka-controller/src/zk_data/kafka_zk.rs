@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use futures::future::join_all;
-
 use super::error::ZkDataError;
 use super::paths;
 use super::{decode_controller_epoch, encode_controller_epoch};
@@ -328,8 +326,18 @@ impl KafkaZkClient {
 
     /// The registration and broker epoch (czxid) of broker `id`, if registered.
     pub async fn broker(&self, id: i32) -> Result<Option<(BrokerRegistration, i64)>, KafkaZkError> {
+        self.broker_watched(id, false).await
+    }
+
+    /// [`broker`](Self::broker); with `watch`, also watches the registration's data (Kafka's
+    /// `BrokerModificationsHandler`: a broker rewriting its endpoints or features).
+    pub async fn broker_watched(
+        &self,
+        id: i32,
+        watch: bool,
+    ) -> Result<Option<(BrokerRegistration, i64)>, KafkaZkError> {
         let path = paths::broker(id);
-        match self.coord.get_data(&path, false).await {
+        match self.coord.get_data(&path, watch).await {
             Ok((data, stat)) => Ok(Some((
                 BrokerRegistration::from_json(&data).map_err(data_err(&path))?,
                 stat.czxid,
@@ -353,24 +361,39 @@ impl KafkaZkClient {
         Ok(ids)
     }
 
-    /// Reads the states of `partitions` with all requests in flight at once (pipelined): per
-    /// partition, the state and its znode version (the partition epoch), `None` if absent.
+    /// Reads the states of `partitions` in bulk (ZooKeeper's multi-read, all batches in
+    /// flight at once): per partition, the state and its znode version (the partition epoch),
+    /// `None` if absent.
     pub async fn partition_states(
         &self,
         partitions: &[(String, i32)],
     ) -> Vec<Result<Option<(PartitionStateZNode, i32)>, KafkaZkError>> {
-        let reads = partitions.iter().map(|(topic, partition)| async move {
-            let path = paths::partition_state(topic, *partition);
-            match self.coord.get_data(&path, false).await {
+        let paths: Vec<String> = partitions
+            .iter()
+            .map(|(topic, partition)| paths::partition_state(topic, *partition))
+            .collect();
+        self.partition_states_at(&paths).await
+    }
+
+    /// [`partition_states`](Self::partition_states) for state znode paths built by the caller
+    /// ([`paths::partition_state`]).
+    pub async fn partition_states_at(
+        &self,
+        state_paths: &[String],
+    ) -> Vec<Result<Option<(PartitionStateZNode, i32)>, KafkaZkError>> {
+        let reads = self.coord.get_data_many(state_paths).await;
+        state_paths
+            .iter()
+            .zip(reads)
+            .map(|(path, read)| match read {
                 Ok((data, stat)) => Ok(Some((
-                    PartitionStateZNode::from_json(&data).map_err(data_err(&path))?,
+                    PartitionStateZNode::from_json(&data).map_err(data_err(path))?,
                     stat.version,
                 ))),
                 Err(e) if e.is_no_node() => Ok(None),
                 Err(e) => Err(e.into()),
-            }
-        });
-        join_all(reads).await
+            })
+            .collect()
     }
 
     /// K1 / KAFKA-NOTES §4.3: writes a partition state with compare-and-set on its znode

@@ -8,8 +8,8 @@ use super::error::ZkDataError;
 use super::kafka_zk::{ControllerEpoch, KafkaZkClient, KafkaZkError};
 use super::paths;
 use super::{
-    IsrChangeNotification, PartitionStateZNode, PreferredReplicaElection, ReassignPartitions,
-    TopicAssignment, TopicConfig, TopicPartitionEntry,
+    IsrChangeNotification, LogDirEventNotification, PartitionStateZNode, PreferredReplicaElection,
+    ReassignPartitions, TopicAssignment, TopicConfig, TopicPartitionEntry,
 };
 use crate::coordination::{CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
 
@@ -22,6 +22,9 @@ fn data_err(path: &str) -> impl FnOnce(ZkDataError) -> KafkaZkError + '_ {
 
 /// Name prefix of an ISR change notification under `/isr_change_notification`.
 const ISR_CHANGE_NAME_PREFIX: &str = "isr_change_";
+
+/// Name prefix of a log dir event notification under `/log_dir_event_notification`.
+const LOG_DIR_EVENT_NAME_PREFIX: &str = "log_dir_event_";
 
 impl KafkaZkClient {
     /// Reads and decodes `path`, `None` if it does not exist; with `watch`, an exists watch
@@ -190,7 +193,7 @@ impl KafkaZkClient {
     }
 
     /// Creates `path` (persistent, empty) fenced unless it exists.
-    async fn ensure_persistent(
+    pub async fn ensure_persistent(
         &self,
         epoch: ControllerEpoch,
         path: &str,
@@ -282,6 +285,80 @@ impl KafkaZkClient {
     ) -> Result<(), KafkaZkError> {
         let results = join_all(names.iter().map(|name| async move {
             let path = format!("{}/{name}", paths::ISR_CHANGE_NOTIFICATION);
+            match self
+                .fenced_multi(epoch, vec![Op::delete(path, ANY_VERSION)])
+                .await
+            {
+                Err(KafkaZkError::Coordination(e)) if e.is_no_node() => Ok(()),
+                other => other.map(|_| ()),
+            }
+        }))
+        .await;
+        results.into_iter().collect()
+    }
+
+    /// Broker side (Kafka's `propagateLogDirEvent`): records that a log directory of `broker`
+    /// failed as one persistent sequential
+    /// `/log_dir_event_notification/log_dir_event_<seq>` and returns its path.
+    pub async fn create_log_dir_event_notification(
+        &self,
+        broker: i32,
+    ) -> Result<String, KafkaZkError> {
+        let data = LogDirEventNotification::failure(broker)
+            .to_json()
+            .map_err(data_err(paths::LOG_DIR_EVENT_PREFIX))?;
+        let (path, _) = self
+            .coordination()
+            .create(
+                paths::LOG_DIR_EVENT_PREFIX,
+                &data,
+                CreateMode::PersistentSequential,
+            )
+            .await?;
+        Ok(path)
+    }
+
+    /// The names of the pending log dir event notifications, oldest first; with `watch`,
+    /// watches the set.
+    pub async fn log_dir_event_notifications(
+        &self,
+        watch: bool,
+    ) -> Result<Vec<String>, KafkaZkError> {
+        let mut names: Vec<String> = self
+            .children_or_empty(paths::LOG_DIR_EVENT_NOTIFICATION, watch)
+            .await?
+            .into_iter()
+            .filter(|n| n.starts_with(LOG_DIR_EVENT_NAME_PREFIX))
+            .collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// Reads the log dir event notifications `names` pipelined; one deleted meanwhile is
+    /// `None`.
+    pub async fn read_log_dir_event_notifications(
+        &self,
+        names: &[String],
+    ) -> Vec<Result<Option<LogDirEventNotification>, KafkaZkError>> {
+        join_all(names.iter().map(|name| async move {
+            let path = format!("{}/{name}", paths::LOG_DIR_EVENT_NOTIFICATION);
+            Ok(self
+                .read_json(&path, false, LogDirEventNotification::from_json)
+                .await?
+                .map(|(n, _)| n))
+        }))
+        .await
+    }
+
+    /// Deletes processed log dir event notifications `names`, fenced, pipelined; already
+    /// deleted ones are fine.
+    pub async fn delete_log_dir_event_notifications(
+        &self,
+        epoch: ControllerEpoch,
+        names: &[String],
+    ) -> Result<(), KafkaZkError> {
+        let results = join_all(names.iter().map(|name| async move {
+            let path = format!("{}/{name}", paths::LOG_DIR_EVENT_NOTIFICATION);
             match self
                 .fenced_multi(epoch, vec![Op::delete(path, ANY_VERSION)])
                 .await

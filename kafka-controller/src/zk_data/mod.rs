@@ -55,6 +55,7 @@ mod kafka_zk;
 mod kafka_zk_topics;
 pub mod paths;
 mod topic;
+mod topic_id;
 
 pub use admin::{
     IsrChangeNotification, LogDirEventNotification, PreferredReplicaElection, ReassignPartitions,
@@ -66,3 +67,4 @@ pub use controller::{decode_controller_epoch, encode_controller_epoch, Controlle
 pub use error::ZkDataError;
 pub use kafka_zk::{Campaign, ControllerEpoch, KafkaZkClient, KafkaZkError};
 pub use topic::{PartitionStateZNode, TopicAssignment, LEADER_RECOVERED};
+pub use topic_id::{decode_topic_id, encode_topic_id};

@@ -54,6 +54,23 @@ impl TopicAssignment {
     pub fn to_json(&self) -> Result<Vec<u8>, ZkDataError> {
         super::error::encode("/brokers/topics/<t>", self)
     }
+
+    /// KIP-516: the topic id, if the znode has one (v3).
+    pub fn id(&self) -> Result<Option<kafka_wire::Uuid>, ZkDataError> {
+        self.topic_id
+            .as_deref()
+            .map(super::topic_id::decode_topic_id)
+            .transpose()
+    }
+
+    /// KIP-516: sets the topic id, making this a version-3 znode (which always carries the
+    /// reassignment fields).
+    pub fn set_id(&mut self, id: kafka_wire::Uuid) {
+        self.version = self.version.max(3);
+        self.topic_id = Some(super::topic_id::encode_topic_id(id));
+        self.adding_replicas.get_or_insert_with(BTreeMap::new);
+        self.removing_replicas.get_or_insert_with(BTreeMap::new);
+    }
 }
 
 /// `leader_recovery_state` when the leader is recovered (the default, not written).

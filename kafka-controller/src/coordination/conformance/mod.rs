@@ -37,7 +37,7 @@ use async_trait::async_trait;
 
 pub use case::delete_recursive;
 pub use nodes::{
-    conditional_writes, create_and_read, multi_is_atomic, sequential_nodes, typed_errors,
+    bulk_read, conditional_writes, create_and_read, multi_is_atomic, sequential_nodes, typed_errors,
 };
 pub use watches::{
     child_watch, close_removes_ephemerals, connection_loss_keeps_the_session,
@@ -115,6 +115,7 @@ pub async fn run_all(h: &dyn ConformanceHarness) -> Result<(), ConformanceError>
     sequential_nodes(h).await?;
     conditional_writes(h).await?;
     multi_is_atomic(h).await?;
+    bulk_read(h).await?;
     data_watch_is_one_shot(h).await?;
     exists_watch_sees_creation(h).await?;
     child_watch(h).await?;

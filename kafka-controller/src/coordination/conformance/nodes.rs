@@ -339,3 +339,76 @@ pub async fn multi_is_atomic(h: &dyn ConformanceHarness) -> CaseResult {
     ensure!(case, empty.is_empty(), "empty multi results {empty:?}");
     Ok(())
 }
+
+/// `get_data_many` returns one result per path, in order: data and stat like `get_data`,
+/// `NoNode` for a missing node, `BadPath` for a malformed path, and works for more paths than
+/// one request of the backend carries.
+pub async fn bulk_read(h: &dyn ConformanceHarness) -> CaseResult {
+    let c = h.connect().await.map_err(op_err("bulk_read", "connect"))?;
+    let case = Case::start("bulk_read", c.as_ref()).await?;
+    let count = 1100;
+    let mut paths = Vec::with_capacity(count + 2);
+    let creates: Vec<Op> = (0..count)
+        .map(|i| {
+            let path = case.p(&format!("n{i:05}"));
+            paths.push(path.clone());
+            Op::create(path, format!("v{i}").into_bytes(), CreateMode::Persistent)
+        })
+        .collect();
+    for chunk in creates.chunks(500) {
+        case.op("create nodes", c.multi(chunk.to_vec()).await)?;
+    }
+    case.op(
+        "set_data n00001",
+        c.set_data(&case.p("n00001"), b"changed", ANY_VERSION).await,
+    )?;
+    paths.push(case.p("missing"));
+    paths.push("no-slash".to_string());
+    let reads = c.get_data_many(&paths).await;
+    ensure!(
+        case,
+        reads.len() == count + 2,
+        "{} results for {} paths",
+        reads.len(),
+        count + 2
+    );
+    for (i, r) in reads.iter().take(count).enumerate() {
+        let expected: Vec<u8> = if i == 1 {
+            b"changed".to_vec()
+        } else {
+            format!("v{i}").into_bytes()
+        };
+        match r {
+            Ok((data, stat)) => {
+                ensure!(case, *data == expected, "node {i}: data {data:?}");
+                let version = i32::from(i == 1);
+                ensure!(case, stat.version == version, "node {i}: stat {stat:?}");
+            }
+            Err(e) => ensure!(case, false, "node {i}: {e}"),
+        }
+    }
+    ensure!(
+        case,
+        matches!(
+            reads.get(count),
+            Some(Err(CoordinationError::NoNode { .. }))
+        ),
+        "missing node: {:?}",
+        reads.get(count)
+    );
+    ensure!(
+        case,
+        matches!(
+            reads.get(count + 1),
+            Some(Err(CoordinationError::BadPath { .. }))
+        ),
+        "bad path: {:?}",
+        reads.get(count + 1)
+    );
+    ensure!(
+        case,
+        c.get_data_many(&[]).await.is_empty(),
+        "no paths, no results"
+    );
+    Ok(())
+}

@@ -540,6 +540,27 @@ impl Coordination for MemoryCoordination {
         })
     }
 
+    async fn get_data_many(
+        &self,
+        paths: &[String],
+    ) -> Vec<Result<(Vec<u8>, Stat), CoordinationError>> {
+        // One lock for the whole batch: a consistent snapshot, as a multi-read.
+        let shared = self.lock();
+        let usable = shared.usable_session(self.client()).map(|_| ());
+        paths
+            .iter()
+            .map(|path| {
+                usable.clone()?;
+                validate_path(path, false)?;
+                let node = shared
+                    .tree
+                    .get(path)
+                    .ok_or_else(|| CoordinationError::NoNode { path: path.clone() })?;
+                Ok((node.data.clone(), node.full_stat()))
+            })
+            .collect()
+    }
+
     async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, CoordinationError> {
         self.read(path, |shared, session| {
             let stat = shared.tree.get(path).map(|n| n.full_stat());
