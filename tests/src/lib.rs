@@ -23,3 +23,4 @@ pub mod kafka;
 pub mod net;
 pub mod runner;
 pub mod trace;
+pub mod zab;
