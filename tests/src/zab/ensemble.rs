@@ -15,12 +15,15 @@
 //!   learner is established only in the epoch its leader established;
 //! - `LeaderNotNewestOfQuorum` (SPEC Z5): a server elected by a quorum of LOOKING votes holds
 //!   the largest `(currentEpoch, zxid, sid)` of every supporter's initial vote in that round;
-//!   and an established leader's `(currentEpoch, last zxid)` is at least that of every voter
-//!   in its synced quorum when it acknowledged the epoch;
+//!   and a leader's `(currentEpoch, last zxid)` is at least that of every voter whose
+//!   ACKEPOCH, carrying its `currentEpoch`, made up the quorum that fixed the new epoch (a
+//!   learner answering −1, or arriving after the epoch was fixed, is synced down instead, as
+//!   in ZooKeeper);
 //! - `CommittedTxnLost` (SPEC Z2, Z5): every transaction a leader committed is in the log of
 //!   every leader established after it, and no two commits of one zxid differ;
-//! - `NoLeaderWithinBound` (liveness): once faults stop and the network is reliable, every
-//!   server follows one established leader within `settle_bound_ms`.
+//! - `NoLeaderWithinBound` (liveness): once faults stop and the network is reliable, one
+//!   server leads an established epoch followed by a quorum within `settle_bound_ms`; a
+//!   message storm fails the same way at any time.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
