@@ -32,11 +32,13 @@ fn no_violation(name: &str, cfg: impl Fn(u64) -> ZabConfig, default_seeds: u64) 
 }
 
 /// Half the seeds decide exactly as ZooKeeper (200 ms `finalizeWait`), half with the fast
-/// decision; observers 0–2.
+/// decision; observers 0–2; with 5 or 7 voters every fifth seed uses hierarchical quorums
+/// with a voter of weight 0.
 fn shape(voters: usize) -> impl Fn(u64) -> ZabConfig {
     move |seed| {
         let mut c = ZabConfig::new(voters, (seed % 3) as usize);
         c.election.fast_decide = seed % 2 == 0;
+        c.hierarchical = seed % 5 == 4;
         c
     }
 }

@@ -34,7 +34,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use zab_core::discovery::QuorumPacket;
 use zab_core::txnlog::Txn;
-use zab_core::{DecisionPath, QuorumMaj, QuorumVerifier, ServerId, ServerState, Zxid};
+use zab_core::{
+    DecisionPath, QuorumHierarchical, QuorumMaj, QuorumVerifier, ServerEntry, ServerId,
+    ServerState, Zxid,
+};
 
 use super::node::{Durable, Out, Outbox, Server};
 use super::ZabConfig;
@@ -270,16 +273,42 @@ fn random_durables(rng: &mut StdRng, ids: &[i64]) -> BTreeMap<i64, Durable> {
     out
 }
 
+/// A majority, or (with [`ZabConfig::hierarchical`] and at least 5 voters) three groups with
+/// voter 1 of weight 0.
+fn quorum_rule(cfg: &ZabConfig, voters: &[i64], observers: &[i64]) -> Arc<dyn QuorumVerifier> {
+    let majority = || -> Arc<dyn QuorumVerifier> {
+        Arc::new(QuorumMaj::with_ids(
+            voters.iter().copied(),
+            observers.iter().copied(),
+        ))
+    };
+    if !cfg.hierarchical || voters.len() < 5 {
+        return majority();
+    }
+    let mut members = BTreeMap::new();
+    let mut groups: BTreeMap<i64, Vec<ServerId>> = BTreeMap::new();
+    for v in voters {
+        members.insert(ServerId(*v), ServerEntry::participant(""));
+        groups.entry(*v % 3).or_default().push(ServerId(*v));
+    }
+    for o in observers {
+        members.insert(ServerId(*o), ServerEntry::observer(""));
+    }
+    let weights = BTreeMap::from([(ServerId(1), 0)]);
+    match QuorumHierarchical::new(members, groups, weights, 0) {
+        Ok(q) => Arc::new(q),
+        // Not reachable with the layout above; a majority keeps the run meaningful.
+        Err(_) => majority(),
+    }
+}
+
 impl Ensemble {
     /// An ensemble for `seed`; `trace` keeps that many last events for the failure report.
     pub fn new(seed: u64, cfg: ZabConfig, trace: usize) -> Ensemble {
         let mut rng = StdRng::seed_from_u64(seed);
         let voters: Vec<i64> = (1..=cfg.voters as i64).collect();
         let observers: Vec<i64> = (0..cfg.observers as i64).map(|i| 101 + i).collect();
-        let qv: Arc<dyn QuorumVerifier> = Arc::new(QuorumMaj::with_ids(
-            voters.iter().copied(),
-            observers.iter().copied(),
-        ));
+        let qv = quorum_rule(&cfg, &voters, &observers);
         let mut slots = BTreeMap::new();
         let ids: Vec<i64> = voters.iter().chain(observers.iter()).copied().collect();
         let mut random = random_durables(&mut rng, &ids);

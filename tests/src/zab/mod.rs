@@ -81,6 +81,9 @@ pub struct ZabConfig {
     pub faults: ZabFaultRates,
     /// Probability per tick that the established leader gets a client write.
     pub write: f64,
+    /// Hierarchical quorums instead of a majority (needs 5 or more voters): three groups
+    /// (voter `i` in group `i % 3`), and voter 1 of weight 0, which can never be elected.
+    pub hierarchical: bool,
     /// Initial durable history by server id, or `None` for a random one (varied epochs and
     /// zxids that often tie on the zxid across epochs: the ZOOKEEPER-1419 trap).
     pub initial: Option<fn(i64) -> node::Durable>,
@@ -116,6 +119,7 @@ impl ZabConfig {
             settle_bound_ms: 10_000,
             faults: ZabFaultRates::default(),
             write: 0.3,
+            hierarchical: false,
             initial: None,
         }
     }
