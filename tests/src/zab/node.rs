@@ -12,8 +12,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use zab_core::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
 use zab_core::discovery::{
-    decode_i32_payload, packet_type, zxid_epoch, DiscoveryAction, LeaderDiscovery,
-    LearnerDiscovery, QuorumPacket, Timing,
+    decode_i32_payload, packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery,
+    QuorumPacket, Timing,
 };
 use zab_core::store::PersistedEpochs;
 use zab_core::txnlog::Txn;
@@ -80,7 +80,7 @@ pub enum Out {
     Close(ServerId),
     /// Refuse a would-be learner: we do not lead.
     Refuse(ServerId),
-    /// The election decided; `initial` is how recent our history was at the decision.
+    /// The election decided; `recency` is how recent our history was at the decision.
     Decided {
         /// The decision.
         decision: Decision,
@@ -584,9 +584,4 @@ fn apply_to_log(d: &mut Durable, a: BroadcastAction) {
         BroadcastAction::PersistCurrentEpoch(e) => d.current_epoch = e,
         _ => {}
     }
-}
-
-/// The epoch a LEADERINFO / NEWLEADER zxid names.
-pub fn packet_epoch(p: &QuorumPacket) -> i64 {
-    zxid_epoch(p.zxid)
 }
