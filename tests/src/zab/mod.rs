@@ -92,7 +92,7 @@ pub struct ZabConfig {
 impl ZabConfig {
     /// `voters` voters and `observers` observers with the default fault mix: election as in
     /// zab-core's default (fast decision on) with the notification back-off capped at
-    /// 800 ms; tickTime 100 ms, initLimit 10, syncLimit 5; 3 s of faults, then 10 s to settle.
+    /// 800 ms; tickTime 100 ms, initLimit 10, syncLimit 5; 3 s of faults, then 15 s to settle.
     pub fn new(voters: usize, observers: usize) -> Self {
         ZabConfig {
             voters,
@@ -116,7 +116,7 @@ impl ZabConfig {
             },
             tick_ms: 10,
             chaos_ms: 3_000,
-            settle_bound_ms: 10_000,
+            settle_bound_ms: 15_000,
             faults: ZabFaultRates::default(),
             write: 0.3,
             hierarchical: false,
