@@ -154,6 +154,7 @@ fn zookeeper_1514_stale_following_votes_for_us_from_an_old_round_do_not_make_us_
     }
     // Once the followers are back, the ensemble elects again.
     step_until(&mut e, 5_000, |e| e.settled());
+    println!("[ZOOKEEPER-1514] {:?}", e.stats());
 }
 
 #[test]
@@ -236,6 +237,7 @@ fn config_length_0_notification_does_not_silence_the_receiver() {
     step_until(&mut e, 5_000, |e| e.settled());
     // The short and overrunning frames were dropped, the zero-length config was read as no
     // config, and every server went on to elect.
+    println!("[config length 0] {:?}", e.stats());
     assert!(e.stats().undecodable >= 2 * 6 * 6);
     assert!(e.server(3).is_some_and(|s| s.is_established_leader()));
 }
