@@ -217,3 +217,15 @@ pub fn run_zab_seeds(
     }
     s
 }
+
+/// The seeds to run: `SIM_SEED=S` replays exactly seed `S`; otherwise `0..SIM_SEEDS` (or
+/// `0..default`).
+pub fn seed_range_from_env(default: u64) -> Range<u64> {
+    match std::env::var("SIM_SEED")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(s) => s..s.saturating_add(1),
+        None => 0..seeds_from_env(default),
+    }
+}

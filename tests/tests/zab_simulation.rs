@@ -6,14 +6,13 @@
 
 use std::time::Instant;
 
-use ha_tests::runner::{run_zab_seeds, seeds_from_env, ZabSummary};
+use ha_tests::runner::{run_zab_seeds, seed_range_from_env, ZabSummary};
 use ha_tests::zab::ensemble::run_seed;
 use ha_tests::zab::ZabConfig;
 
 fn no_violation(name: &str, cfg: impl Fn(u64) -> ZabConfig, default_seeds: u64) -> ZabSummary {
-    let seeds = seeds_from_env(default_seeds);
     let t = Instant::now();
-    let s = run_zab_seeds(name, cfg, 0..seeds, false);
+    let s = run_zab_seeds(name, cfg, seed_range_from_env(default_seeds), false);
     let secs = t.elapsed().as_secs_f64();
     println!("{s}");
     println!(
@@ -46,8 +45,11 @@ fn shape(voters: usize) -> impl Fn(u64) -> ZabConfig {
 #[test]
 fn z1_z5_three_voters_hold_every_invariant_under_every_fault() {
     let s = no_violation("zab 3 voters", shape(3), 100);
-    assert!(s.faults.crash > 0 && s.faults.pause > 0 && s.faults.partition > 0);
-    assert!(s.faults.one_way > 0 && s.faults.conn_reset > 0);
+    // Every fault kind was injected (a replay of one seed may not show them all).
+    if s.seeds >= 50 {
+        assert!(s.faults.crash > 0 && s.faults.pause > 0 && s.faults.partition > 0);
+        assert!(s.faults.one_way > 0 && s.faults.conn_reset > 0);
+    }
 }
 
 #[test]
