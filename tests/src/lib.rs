@@ -5,7 +5,9 @@
 //! depend on is ordered. The Kafka model ([`kafka`]) runs brokers on the real
 //! `kafka-replication` partition core and a controller electing with the real
 //! `kafka-controller` strategies, over a [`net::Network`] that misbehaves, and checks the
-//! replication invariants after every step. A failing run reports its seed and a trace of
+//! replication invariants after every step. The ZooKeeper model ([`zab`]) runs ensembles of
+//! servers on zab-core's real election, discovery and broadcast cores and checks Z1, Z5, the
+//! survival of committed transactions and liveness. A failing run reports its seed and a trace of
 //! the last events; running the seed again replays it.
 //!
 //! ```
@@ -18,8 +20,19 @@
 //! // The same seed, the same run.
 //! assert_eq!(run_seed(7, cfg).0, stats);
 //! ```
+//!
+//! A ZooKeeper ensemble of three voters and an observer, 3 s of faults, then calm:
+//!
+//! ```
+//! use ha_tests::zab::{ensemble::run_seed, ZabConfig};
+//!
+//! let (stats, failure) = run_seed(7, &ZabConfig::new(3, 1));
+//! assert!(failure.is_none(), "{}", failure.map(|f| f.to_string()).unwrap_or_default());
+//! assert!(stats.epochs > 0 && stats.committed > 0);
+//! ```
 
 pub mod kafka;
 pub mod net;
 pub mod runner;
 pub mod trace;
+pub mod zab;

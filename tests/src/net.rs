@@ -66,6 +66,8 @@ pub struct Network<M> {
     seq: u64,
     blocked: BTreeSet<(NodeId, NodeId)>,
     stats: NetStats,
+    /// Latest delivery time per directed path of the in-order channels ([`Network::send_fifo`]).
+    fifo_last: BTreeMap<(NodeId, NodeId), u64>,
 }
 
 impl<M: Clone> Network<M> {
@@ -77,6 +79,7 @@ impl<M: Clone> Network<M> {
             seq: 0,
             blocked: BTreeSet::new(),
             stats: NetStats::default(),
+            fifo_last: BTreeMap::new(),
         }
     }
 
@@ -121,6 +124,22 @@ impl<M: Clone> Network<M> {
         }
     }
 
+    /// Sends `msg` over an in-order, lossless channel (a TCP connection): a random delay, but
+    /// never before an earlier message of the same path, never lost or duplicated here (a
+    /// broken connection is the caller's business). A cut path still drops it.
+    pub fn send_fifo(&mut self, rng: &mut StdRng, now: u64, from: NodeId, to: NodeId, msg: M) {
+        self.stats.sent += 1;
+        if self.blocked.contains(&(from, to)) {
+            self.stats.cut += 1;
+            return;
+        }
+        let delay = rng.random_range(self.config.min_delay_ms..=self.config.max_delay_ms);
+        let last = self.fifo_last.entry((from, to)).or_insert(0);
+        let at = (now + delay).max(*last);
+        *last = at;
+        self.push(at, from, to, msg);
+    }
+
     /// Puts a message back to be delivered at `at` (a paused receiver).
     pub fn defer(&mut self, at: u64, from: NodeId, to: NodeId, msg: M) {
         self.push(at, from, to, msg);
@@ -162,6 +181,21 @@ impl<M: Clone> Network<M> {
                 self.block(y, x);
             }
         }
+    }
+
+    /// Whether the path from `from` to `to` is cut.
+    pub fn is_blocked(&self, from: NodeId, to: NodeId) -> bool {
+        self.blocked.contains(&(from, to))
+    }
+
+    /// The earliest delivery time of a message in flight.
+    pub fn next_due(&self) -> Option<u64> {
+        self.queue.keys().next().map(|k| k.0)
+    }
+
+    /// Changes how the network misbehaves from now on (messages in flight keep their times).
+    pub fn set_config(&mut self, config: NetConfig) {
+        self.config = config;
     }
 
     /// Heals every partition.

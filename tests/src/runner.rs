@@ -117,3 +117,115 @@ pub fn seeds_from_env(default: u64) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
 }
+
+/// The sum over a range of ZAB ensemble seeds.
+#[derive(Debug, Clone, Default)]
+pub struct ZabSummary {
+    /// The scenario.
+    pub name: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Events simulated.
+    pub steps: u64,
+    /// Faults injected.
+    pub faults: crate::zab::ensemble::ZabFaultCounts,
+    /// Messages lost at random.
+    pub lost: u64,
+    /// Messages duplicated.
+    pub duplicated: u64,
+    /// Messages held back by a long delay.
+    pub long_delayed: u64,
+    /// Messages cut by partitions.
+    pub cut: u64,
+    /// Election decisions.
+    pub decisions: u64,
+    /// Epochs established.
+    pub epochs: u64,
+    /// Transactions committed.
+    pub committed: u64,
+    /// The longest time to settle after faults stopped, ms.
+    pub max_settle_ms: u64,
+    /// Seeds that violated an invariant.
+    pub violations: u64,
+    /// The first failure.
+    pub first_failure: Option<crate::zab::ensemble::ZabFailure>,
+}
+
+impl std::fmt::Display for ZabSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fl = &self.faults;
+        write!(
+            f,
+            "[{}] seeds {} steps {} | faults: crash {} pause {} partition {} one-way {} \
+             connection-reset {} | network: lost {} duplicated {} long-delayed {} cut {} | \
+             decisions {} epochs {} committed {} | longest settle {} ms | violations {}",
+            self.name,
+            self.seeds,
+            self.steps,
+            fl.crash,
+            fl.pause,
+            fl.partition,
+            fl.one_way,
+            fl.conn_reset,
+            self.lost,
+            self.duplicated,
+            self.long_delayed,
+            self.cut,
+            self.decisions,
+            self.epochs,
+            self.committed,
+            self.max_settle_ms,
+            self.violations
+        )
+    }
+}
+
+/// Runs `seeds` of the ensemble `cfg(seed)` gives; with `stop_at_first` it stops at the first
+/// violation.
+pub fn run_zab_seeds(
+    name: &str,
+    cfg: impl Fn(u64) -> crate::zab::ZabConfig,
+    seeds: Range<u64>,
+    stop_at_first: bool,
+) -> ZabSummary {
+    let mut s = ZabSummary {
+        name: name.to_string(),
+        ..ZabSummary::default()
+    };
+    for seed in seeds {
+        let (stats, failure) = crate::zab::ensemble::run_seed(seed, &cfg(seed));
+        s.seeds += 1;
+        s.steps += stats.steps;
+        s.faults.add(&stats.faults);
+        s.lost += stats.net.lost;
+        s.duplicated += stats.net.duplicated;
+        s.long_delayed += stats.net.long_delayed;
+        s.cut += stats.net.cut;
+        s.decisions += stats.decisions;
+        s.epochs += stats.epochs;
+        s.committed += stats.committed;
+        s.max_settle_ms = s.max_settle_ms.max(stats.settle_ms);
+        if let Some(f) = failure {
+            s.violations += 1;
+            if s.first_failure.is_none() {
+                s.first_failure = Some(f);
+            }
+            if stop_at_first {
+                break;
+            }
+        }
+    }
+    s
+}
+
+/// The seeds to run: `SIM_SEED=S` replays exactly seed `S`; otherwise `0..SIM_SEEDS` (or
+/// `0..default`).
+pub fn seed_range_from_env(default: u64) -> Range<u64> {
+    match std::env::var("SIM_SEED")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(s) => s..s.saturating_add(1),
+        None => 0..seeds_from_env(default),
+    }
+}

@@ -19,6 +19,11 @@ impl<E: Debug> Trace<E> {
         }
     }
 
+    /// Whether events are kept at all.
+    pub fn is_on(&self) -> bool {
+        self.capacity > 0
+    }
+
     /// Records `event` at `now`, forgetting the oldest if full.
     pub fn push(&mut self, now: u64, event: E) {
         if self.capacity == 0 {

@@ -7,12 +7,11 @@ use std::time::Instant;
 
 use ha_tests::kafka::cluster::run_seed;
 use ha_tests::kafka::KafkaConfig;
-use ha_tests::runner::{run_seeds, seeds_from_env, Summary};
+use ha_tests::runner::{run_seeds, seed_range_from_env, Summary};
 
 fn no_violation(name: &str, cfg: KafkaConfig, default_seeds: u64) -> Summary {
-    let seeds = seeds_from_env(default_seeds);
     let t = Instant::now();
-    let s = run_seeds(name, cfg, 0..seeds, false);
+    let s = run_seeds(name, cfg, seed_range_from_env(default_seeds), false);
     let secs = t.elapsed().as_secs_f64();
     println!("{s}");
     println!(
@@ -33,9 +32,12 @@ fn no_violation(name: &str, cfg: KafkaConfig, default_seeds: u64) -> Summary {
 #[test]
 fn three_brokers_hold_every_invariant_under_every_fault() {
     let s = no_violation("3 brokers", KafkaConfig::default(), 300);
-    assert!(s.faults.crash > 0 && s.faults.pause > 0 && s.faults.partition > 0);
-    assert!(s.faults.one_way > 0 && s.faults.session_expiry > 0);
-    assert!(s.faults.controller_failover > 0);
+    // Every fault kind was injected (a replay of one seed may not show them all).
+    if s.seeds >= 50 {
+        assert!(s.faults.crash > 0 && s.faults.pause > 0 && s.faults.partition > 0);
+        assert!(s.faults.one_way > 0 && s.faults.session_expiry > 0);
+        assert!(s.faults.controller_failover > 0);
+    }
 }
 
 #[test]

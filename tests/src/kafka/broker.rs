@@ -409,6 +409,7 @@ impl Broker {
                 out.push((
                     CONTROLLER,
                     Msg::IsrPropose {
+                        broker_epoch: self.broker_epoch,
                         proposal: proposal.clone(),
                     },
                 ));
@@ -472,6 +473,7 @@ impl Broker {
                     out.push((
                         CONTROLLER,
                         Msg::IsrPropose {
+                            broker_epoch: self.broker_epoch,
                             proposal: proposal.clone(),
                         },
                     ));

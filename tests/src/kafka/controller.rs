@@ -252,7 +252,17 @@ impl Controller {
                     }
                 }
             }
-            Msg::IsrPropose { proposal } => {
+            Msg::IsrPropose {
+                broker_epoch,
+                proposal,
+            } => {
+                // KIP-497: an ISR change from an earlier incarnation of the broker (sent before
+                // it crashed, delivered after it registered again) is refused; in ZooKeeper
+                // mode the dead incarnation's session could not write either.
+                let known = self.broker_epochs.get(&from).copied().unwrap_or(0);
+                if broker_epoch < known {
+                    return;
+                }
                 let result = self.store.propose_now(&proposal);
                 if let kafka_replication::isr::IsrResult::Committed { .. } = result {
                     self.writes.push(StoreWrite {

@@ -67,6 +67,9 @@ pub enum Msg {
     },
     /// Leader → coordination: an ISR change (a conditional write on the partition epoch).
     IsrPropose {
+        /// The proposing broker's epoch (KIP-497: AlterIsr carries it, so that a change sent
+        /// by an earlier incarnation of the broker is refused).
+        broker_epoch: u64,
         /// The proposal.
         proposal: IsrProposal,
     },
