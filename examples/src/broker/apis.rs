@@ -4,7 +4,8 @@
 //! Client APIs (ApiVersions, Metadata, ListOffsets, Produce, Fetch, InitProducerId,
 //! FindCoordinator, OffsetForLeaderEpoch) and the controller's (LeaderAndIsr, UpdateMetadata,
 //! StopReplica, in [`control`], with KIP-380's broker-epoch check). ControlledShutdown is a
-//! controller API: this broker answers NOT_CONTROLLER. Idempotent producers are checked
+//! controller API: the broker's own controller answers it while active
+//! ([`KafkaApis::serve_controller`]); otherwise NOT_CONTROLLER. Idempotent producers are checked
 //! against the leader's producer state before an append.
 //! A version outside [`KafkaApis::supported_apis`] never gets here: the server refuses it as
 //! Kafka does.
@@ -13,6 +14,7 @@ use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use kafka_controller::controller::ControllerHandle;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
 use kafka_replication::log::LogStorage;
 use kafka_replication::partition::CONSUMER_REPLICA_ID;
@@ -28,9 +30,9 @@ use kafka_wire::messages::metadata_response::{
 };
 use kafka_wire::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_wire::messages::{
-    ControlledShutdownResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
 };
 use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody, Uuid};
 use tokio::sync::watch;
@@ -62,6 +64,9 @@ pub struct KafkaApis<L, K, W> {
     broker_epoch: AtomicI64,
     /// Where the registration publishes its epoch (see [`KafkaApis::follow_registration`]).
     registration: Mutex<Option<watch::Receiver<Option<i64>>>>,
+    /// The controller campaigning on this broker, which answers ControlledShutdown while
+    /// active (see [`KafkaApis::serve_controller`]).
+    controller: Mutex<Option<ControllerHandle>>,
 }
 
 /// The broker epoch a control request carries when its sender does not set one (versions
@@ -85,6 +90,7 @@ where
             leadership: None,
             broker_epoch: AtomicI64::new(UNKNOWN_BROKER_EPOCH),
             registration: Mutex::new(None),
+            controller: Mutex::new(None),
         }
     }
 
@@ -563,11 +569,8 @@ where
                 ResponseBody::UpdateMetadata(self.update_metadata(&r))
             }
             RequestBody::StopReplica(r) => ResponseBody::StopReplica(self.stop_replica(&r)),
-            RequestBody::ControlledShutdown(_) => {
-                ResponseBody::ControlledShutdown(ControlledShutdownResponse {
-                    error_code: ErrorCode::NotController.code(),
-                    ..Default::default()
-                })
+            RequestBody::ControlledShutdown(r) => {
+                ResponseBody::ControlledShutdown(self.controlled_shutdown(&r).await)
             }
         })
     }

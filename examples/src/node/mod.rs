@@ -237,6 +237,7 @@ impl BrokerNode {
         let mut controller_config = config.controller.clone();
         controller_config.broker_id = id;
         let controller = Controller::start(controller_config, session.clone(), channel);
+        apis.serve_controller(controller.clone());
         tracing::info!(broker = id, %addr, broker_epoch = registered.broker_epoch(), "broker node started");
         Ok(BrokerNode {
             id,

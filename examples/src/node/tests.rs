@@ -140,3 +140,98 @@ async fn a_broker_id_held_by_a_live_node_is_refused() {
     assert!(matches!(again, Err(super::NodeError::Registration(_))));
     one.shutdown().await;
 }
+
+/// K6, controlled shutdown through the Kafka API: a ControlledShutdown sent to the broker whose
+/// controller is active moves the leaving broker's leaderships away, and the answer lists what
+/// it still leads until none is left. A broker that is not the controller answers
+/// NOT_CONTROLLER; a request from an earlier registration gets STALE_BROKER_EPOCH (KIP-380).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_controlled_shutdown_request_moves_the_leaving_brokers_leaderships_first() {
+    use kafka_controller::admin;
+    use kafka_controller::assignment::AssignmentStart;
+    use kafka_wire::error_code::ErrorCode;
+    use kafka_wire::messages::ControlledShutdownRequest;
+
+    let tree = MemoryTree::new();
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        let node = BrokerNode::start(config(id), Arc::new(tree.connect()))
+            .await
+            .expect("node starts");
+        nodes.push(node);
+    }
+    let admin_session = tree.connect();
+    eventually("three registered brokers", || {
+        tree.dump(paths::BROKER_IDS).len() >= 4
+    })
+    .await;
+    admin::create_topic(&admin_session, "orders", 6, 3, AssignmentStart::fixed(0))
+        .await
+        .expect("topic created");
+    let zk = KafkaZkClient::new(Arc::new(tree.connect()));
+    let wanted: Vec<(String, i32)> = (0..6).map(|p| ("orders".to_owned(), p)).collect();
+    let leaders = || {
+        let zk = &zk;
+        let wanted = wanted.clone();
+        async move {
+            zk.partition_states(&wanted)
+                .await
+                .into_iter()
+                .map(|r| r.ok().flatten().map(|(s, _)| s.leader))
+                .collect::<Vec<_>>()
+        }
+    };
+    for _ in 0..500 {
+        if leaders().await.iter().all(|l| l.is_some_and(|l| l > 0)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let active = nodes
+        .iter()
+        .position(|n| n.controller().status().active_epoch.is_some())
+        .expect("one active controller");
+    let leaving = (active + 1) % 3;
+    let other = (active + 2) % 3;
+    let leaving_id = nodes[leaving].id();
+    assert!(
+        leaders().await.contains(&Some(leaving_id)),
+        "the leaving broker leads something"
+    );
+    let request = ControlledShutdownRequest {
+        broker_id: leaving_id,
+        broker_epoch: nodes[leaving].broker_epoch().expect("registered"),
+        ..Default::default()
+    };
+
+    // Not the controller: NOT_CONTROLLER.
+    let r = nodes[other].apis().controlled_shutdown(&request).await;
+    assert_eq!(r.error_code, ErrorCode::NotController.code());
+    // An earlier registration: STALE_BROKER_EPOCH.
+    let stale = ControlledShutdownRequest {
+        broker_epoch: request.broker_epoch - 1,
+        ..request.clone()
+    };
+    let r = nodes[active].apis().controlled_shutdown(&stale).await;
+    assert_eq!(r.error_code, ErrorCode::StaleBrokerEpoch.code());
+    // The controller moves the leaderships; asked again until nothing is left.
+    let mut remaining = usize::MAX;
+    for _ in 0..50 {
+        let r = nodes[active].apis().controlled_shutdown(&request).await;
+        assert_eq!(r.error_code, ErrorCode::None.code());
+        remaining = r.remaining_partitions.len();
+        if remaining == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(remaining, 0, "every leadership moved");
+    let now = leaders().await;
+    assert!(
+        now.iter().all(|l| l.is_some_and(|l| l != leaving_id)),
+        "{now:?}"
+    );
+    for node in nodes {
+        node.shutdown().await;
+    }
+}

@@ -1,22 +1,27 @@
 //! The controller's requests to a [`KafkaApis`]: LeaderAndIsr (K4), UpdateMetadata (K5.1) and
 //! StopReplica (K2.1), each refused as a whole with STALE_BROKER_EPOCH when it carries a
 //! broker epoch older than this broker's current registration (KIP-380), and the broker epoch
-//! they are checked against.
+//! they are checked against; and ControlledShutdown (K6), which the broker's own controller
+//! answers while it is the active one.
 
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
+use kafka_controller::controller::{ControllerError, ControllerHandle};
+use kafka_controller::election::ControlledShutdownError;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
 use kafka_replication::log::LogStorage;
 use kafka_replication::replica_fetcher::LeaderLink;
 use kafka_wire::error_code::ErrorCode;
+use kafka_wire::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_wire::messages::leader_and_isr_response::{
     LeaderAndIsrPartitionError, LeaderAndIsrTopicError,
 };
 use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_wire::messages::{
-    LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
-    UpdateMetadataRequest, UpdateMetadataResponse,
+    ControlledShutdownRequest, ControlledShutdownResponse, LeaderAndIsrRequest,
+    LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest,
+    UpdateMetadataResponse,
 };
 use tokio::sync::watch;
 
@@ -28,6 +33,70 @@ where
     K: LeaderLink + 'static,
     W: IsrWriter + 'static,
 {
+    /// Lets the controller campaigning on this broker answer ControlledShutdown requests sent
+    /// here while it is the active controller (Kafka's controller broker hands them to its
+    /// `KafkaController`).
+    pub fn serve_controller(&self, controller: ControllerHandle) {
+        *self
+            .controller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(controller);
+    }
+
+    /// K6, controlled shutdown: a broker asks to leave; the active controller moves its
+    /// leaderships first and answers with the partitions it still leads (the broker asks again
+    /// until none is left). NOT_CONTROLLER when this broker's controller is not active (the
+    /// client then looks the controller up in Metadata and retries there);
+    /// STALE_BROKER_EPOCH for a request from an earlier registration (KIP-380);
+    /// BROKER_NOT_AVAILABLE for a broker that is not registered.
+    pub async fn controlled_shutdown(
+        &self,
+        request: &ControlledShutdownRequest,
+    ) -> ControlledShutdownResponse {
+        let controller = self
+            .controller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let error = |code: ErrorCode| ControlledShutdownResponse {
+            error_code: code.code(),
+            ..Default::default()
+        };
+        let Some(controller) = controller.filter(|c| c.status().active_epoch.is_some()) else {
+            return error(ErrorCode::NotController);
+        };
+        match controller
+            .controlled_shutdown(request.broker_id, request.broker_epoch)
+            .await
+        {
+            Ok(remaining) => ControlledShutdownResponse {
+                error_code: ErrorCode::None.code(),
+                remaining_partitions: remaining
+                    .into_iter()
+                    .map(|tp| RemainingPartition {
+                        topic_name: tp.topic.to_string().into(),
+                        partition_index: tp.partition,
+                        unknown_tagged_fields: Default::default(),
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+            Err(ControllerError::ControlledShutdown(
+                ControlledShutdownError::StaleBrokerEpoch { .. },
+            )) => error(ErrorCode::StaleBrokerEpoch),
+            Err(ControllerError::ControlledShutdown(
+                ControlledShutdownError::BrokerNotAvailable(_),
+            )) => error(ErrorCode::BrokerNotAvailable),
+            Err(ControllerError::NotController | ControllerError::ControllerMoved) => {
+                error(ErrorCode::NotController)
+            }
+            Err(e) => {
+                tracing::warn!(broker = request.broker_id, error = %e, "controlled shutdown failed");
+                error(ErrorCode::UnknownServerError)
+            }
+        }
+    }
+
     /// KIP-380: sets this broker's epoch (the czxid of its `/brokers/ids/<id>`); it only grows.
     pub fn set_broker_epoch(&self, epoch: i64) {
         self.broker_epoch.fetch_max(epoch, Ordering::SeqCst);
