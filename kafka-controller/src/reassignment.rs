@@ -398,8 +398,7 @@ pub fn step_11_complete(
     admin: &BTreeMap<TopicPartition, Vec<BrokerId>>,
 ) -> AdminReassignmentUpdate {
     ctx.mark_being_reassigned(r.tp.clone(), false);
-    let all: Vec<BrokerId> = ctx.live_or_shutting_down_broker_ids().into_iter().collect();
-    batch.add_update_metadata(ctx, &all, std::slice::from_ref(&r.tp));
+    batch.add_update_metadata_to_all(ctx, std::slice::from_ref(&r.tp));
     info!(topic = %r.tp.topic, partition = r.tp.partition, replicas = ?r.target(),
         "reassignment completed");
     if !admin.contains_key(&r.tp) {

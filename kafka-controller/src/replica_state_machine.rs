@@ -10,9 +10,7 @@
 
 use tracing::{debug, info, warn};
 
-use crate::context::{
-    diff, BrokerId, ControllerContext, PartitionLeadership, PartitionReplica, NO_LEADER,
-};
+use crate::context::{diff, ControllerContext, PartitionLeadership, PartitionReplica, NO_LEADER};
 use crate::partition_state_machine::{PartitionStateWrite, WriteKind, WriteOutcome};
 use crate::request_batch::ControllerBrokerRequestBatch;
 
@@ -156,9 +154,7 @@ pub fn handle_state_changes(
                     pass.isr_removals.push(r.clone());
                     continue;
                 }
-                let all: Vec<BrokerId> =
-                    ctx.live_or_shutting_down_broker_ids().into_iter().collect();
-                batch.add_update_metadata(ctx, &all, std::slice::from_ref(tp));
+                batch.add_update_metadata_to_all(ctx, std::slice::from_ref(tp));
             }
             ReplicaState::DeletionStarted => {
                 batch.add_stop_replica(ctx, &[r.replica], tp, true);

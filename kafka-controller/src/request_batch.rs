@@ -292,6 +292,19 @@ impl ControllerBrokerRequestBatch {
         }
     }
 
+    /// UpdateMetadata for `partitions` to every live or shutting-down broker (Kafka's
+    /// `sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds, partitions)`); no partitions
+    /// sends the broker list alone.
+    pub fn add_update_metadata_to_all(
+        &mut self,
+        ctx: &ControllerContext,
+        partitions: &[TopicPartition],
+    ) {
+        self.update_metadata_brokers
+            .extend(ctx.live_or_shutting_down_brokers().map(|b| b.id));
+        self.add_update_metadata_partitions(ctx, partitions);
+    }
+
     /// Queues UpdateMetadata to `brokers` with `partitions` (those with cached leadership;
     /// topics being deleted get leader -2). With no partitions it still queues a request
     /// carrying the live broker list (K5.1, K6 failover).
@@ -303,6 +316,15 @@ impl ControllerBrokerRequestBatch {
     ) {
         self.update_metadata_brokers
             .extend(brokers.iter().copied().filter(|b| *b >= 0));
+        self.add_update_metadata_partitions(ctx, partitions);
+    }
+
+    /// The partition states of an UpdateMetadata, for whichever brokers it goes to.
+    fn add_update_metadata_partitions(
+        &mut self,
+        ctx: &ControllerContext,
+        partitions: &[TopicPartition],
+    ) {
         let empty = ReplicaAssignment::default();
         for tp in partitions {
             let Some(lead) = ctx.leadership(tp) else {

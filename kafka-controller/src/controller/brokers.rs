@@ -95,12 +95,7 @@ impl Controller {
             "broker registration changed; sending UpdateMetadata"
         );
         a.ctx.add_live_broker(updated);
-        let everyone: Vec<BrokerId> = a
-            .ctx
-            .live_or_shutting_down_broker_ids()
-            .into_iter()
-            .collect();
-        a.batch.add_update_metadata(&a.ctx, &everyone, &[]);
+        a.batch.add_update_metadata_to_all(&a.ctx, &[]);
         self.send_batch()
     }
 
@@ -190,12 +185,7 @@ impl Controller {
             a.ctx.set_topic_ineligible_for_deletion(&r.tp.topic, true);
         }
         if a.batch.is_empty() {
-            let everyone: Vec<BrokerId> = a
-                .ctx
-                .live_or_shutting_down_broker_ids()
-                .into_iter()
-                .collect();
-            a.batch.add_update_metadata(&a.ctx, &everyone, &[]);
+            a.batch.add_update_metadata_to_all(&a.ctx, &[]);
         }
         self.send_batch()
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::join_all;
 
 use crate::broker_channel::ChannelManager;
-use crate::context::{BrokerId, ControllerContext};
+use crate::context::ControllerContext;
 use crate::partition_state_machine::{
     initialize_partition_states, trigger_online_partition_state_change,
 };
@@ -239,14 +239,7 @@ impl Controller {
         }
         // K6.10 (KAFKA-NOTES §6 step 6): UpdateMetadata with the live brokers to every broker
         // before any LeaderAndIsr.
-        let everyone: Vec<BrokerId> = active
-            .ctx
-            .live_or_shutting_down_broker_ids()
-            .into_iter()
-            .collect();
-        active
-            .batch
-            .add_update_metadata(&active.ctx, &everyone, &[]);
+        active.batch.add_update_metadata_to_all(&active.ctx, &[]);
         let requests = active.batch.send_requests(&active.ctx);
         active.channels.enqueue(requests);
         // K6.8: replica state machine start-up, then partition state machine start-up.

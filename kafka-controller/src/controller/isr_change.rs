@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use futures::future::join_all;
 
-use crate::context::{BrokerId, TopicPartition};
+use crate::context::TopicPartition;
 use crate::coordination::path;
 use crate::zk_data::{paths, IsrChangeNotification};
 
@@ -59,12 +59,7 @@ impl Controller {
                     "cannot read partition state"),
             }
         }
-        let everyone: Vec<BrokerId> = a
-            .ctx
-            .live_or_shutting_down_broker_ids()
-            .into_iter()
-            .collect();
-        a.batch.add_update_metadata(&a.ctx, &everyone, &known);
+        a.batch.add_update_metadata_to_all(&a.ctx, &known);
         for chunk in full.chunks(1000) {
             a.store.delete_all(chunk).await?;
         }

@@ -107,12 +107,7 @@ impl Controller {
             }
         }
         if offline_led.is_empty() {
-            let everyone: Vec<BrokerId> = a
-                .ctx
-                .live_or_shutting_down_broker_ids()
-                .into_iter()
-                .collect();
-            a.batch.add_update_metadata(&a.ctx, &everyone, &[]);
+            a.batch.add_update_metadata_to_all(&a.ctx, &[]);
         }
         self.send_batch()
     }

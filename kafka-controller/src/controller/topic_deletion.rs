@@ -12,7 +12,7 @@ use std::sync::Arc;
 use kafka_wire::ResponseBody;
 
 use crate::broker_channel::DeliveredResponse;
-use crate::context::{BrokerId, PartitionReplica};
+use crate::context::PartitionReplica;
 use crate::partition_state_machine::{handle_state_changes as partition_changes, PartitionState};
 use crate::replica_state_machine::{handle_state_changes as replica_changes, ReplicaState};
 use crate::request_batch::ControlRequest;
@@ -136,12 +136,7 @@ impl Controller {
                 PartitionState::NonExistent,
                 None,
             );
-            let everyone: Vec<BrokerId> = a
-                .ctx
-                .live_or_shutting_down_broker_ids()
-                .into_iter()
-                .collect();
-            a.batch.add_update_metadata(&a.ctx, &everyone, &partitions);
+            a.batch.add_update_metadata_to_all(&a.ctx, &partitions);
             // Live replicas: Offline (ISR shrink in the store), then DeletionStarted.
             let pass = replica_changes(&mut a.ctx, &mut a.batch, &live, ReplicaState::Offline);
             a.run_replica_pass(pass, retries).await?;
