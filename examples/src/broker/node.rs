@@ -17,7 +17,7 @@ use kafka_replication::replica_fetcher::FetcherConfig;
 use kafka_replication::replica_manager::{LogFactory, ReplicaManager};
 
 use super::{AddressBook, KafkaApis, LinkFactory, ReplicaDriver, TcpLeaderLink};
-use crate::server::{Server, ServerConfig, ServerError, ServerHandle};
+use crate::server::{RequestHandler, Server, ServerConfig, ServerError, ServerHandle};
 
 /// K4.1 / KIP-380: told, after each LeaderAndIsr or StopReplica, which partitions this broker
 /// now leads and the epoch of the controller that decided it — what an ISR writer on the
@@ -94,6 +94,19 @@ where
         isr_writer: W,
         addresses: AddressBook,
     ) -> Result<Self, ServerError> {
+        Self::start_with_handler(config, new_log, isr_writer, addresses, |apis| apis).await
+    }
+
+    /// As [`start`](Self::start), with `handler` put in front of the [`KafkaApis`]: it is
+    /// given them and returns what the server dispatches requests to (for example a wrapper
+    /// that creates unknown topics before answering Metadata).
+    pub async fn start_with_handler<H: RequestHandler>(
+        config: BrokerConfig,
+        new_log: LogFactory<L>,
+        isr_writer: W,
+        addresses: AddressBook,
+        handler: impl FnOnce(Arc<KafkaApis<L, TcpLeaderLink, W>>) -> Arc<H>,
+    ) -> Result<Self, ServerError> {
         let id = config.id;
         let manager = ReplicaManager::new(id, config.partition, 0, new_log);
         let timeout = config.leader_link_timeout;
@@ -107,8 +120,18 @@ where
             broker: id,
             ..Default::default()
         };
-        let server = Server::bind(config.listen, server_config, apis.clone()).await?;
-        Ok(Broker { apis, server })
+        match Server::bind(config.listen, server_config, handler(apis.clone())).await {
+            Ok(server) => Ok(Broker { apis, server }),
+            Err(e) => {
+                apis.driver().shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The request handler and the server, for an owner that stops them itself.
+    pub fn into_parts(self) -> (Arc<KafkaApis<L, TcpLeaderLink, W>>, ServerHandle) {
+        (self.apis, self.server)
     }
 
     /// The address the broker listens on.

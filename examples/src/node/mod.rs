@@ -46,20 +46,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::Coordination;
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkError};
-use kafka_replication::replica_manager::ReplicaManager;
 
 pub use addresses::{endpoint_of, StoreAddressBook};
 pub use auto_create::{AutoCreateConfig, AutoCreateTopics};
 pub use log::{partition_dir, LogPlacement, NodeLog};
 
-use crate::broker::{
-    BrokerConfig, KafkaApis, LinkFactory, ReplicaDriver, TcpBrokerChannel, TcpLeaderLink,
-};
+use crate::broker::{Broker, BrokerConfig, KafkaApis, TcpBrokerChannel, TcpLeaderLink};
 use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
-    ZkIsrWriter,
+    ZkIsrWriter, ZkProducerIdManager,
 };
-use crate::server::{Server, ServerConfig, ServerError, ServerHandle};
+use crate::server::{ServerError, ServerHandle};
 
 /// The listener name brokers register and reach each other on.
 pub const LISTENER: &str = "PLAINTEXT";
@@ -167,34 +164,24 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The data plane as [`Broker::start`](crate::broker::Broker::start) composes it, with
-/// [`AutoCreateTopics`] in front of [`KafkaApis`].
+/// The data plane: a [`Broker`] whose Metadata answers create unknown topics first
+/// ([`AutoCreateTopics`]).
 async fn start_data_plane(
     config: &NodeConfig,
     isr_writer: ZkIsrWriter,
     addresses: crate::broker::AddressBook,
     store: Arc<dyn Coordination>,
 ) -> Result<(Arc<NodeApis>, ServerHandle), ServerError> {
-    let b = &config.broker;
-    let id = b.id;
-    let manager = ReplicaManager::new(id, b.partition, 0, config.logs.factory());
-    let timeout = b.leader_link_timeout;
-    let links: LinkFactory<TcpLeaderLink> =
-        Box::new(move |leader| TcpLeaderLink::new(id, leader, addresses.clone(), timeout));
-    let driver = ReplicaDriver::start(manager, links, isr_writer, b.fetcher);
-    let apis = Arc::new(KafkaApis::new(id, b.cluster_id.clone(), driver));
-    let handler = AutoCreateTopics::new(apis.clone(), store, config.auto_create_topics);
-    let server_config = ServerConfig {
-        broker: id,
-        ..Default::default()
-    };
-    match Server::bind(b.listen, server_config, Arc::new(handler)).await {
-        Ok(server) => Ok((apis, server)),
-        Err(e) => {
-            apis.driver().shutdown().await;
-            Err(e)
-        }
-    }
+    let auto_create = config.auto_create_topics;
+    let broker = Broker::start_with_handler(
+        config.broker.clone(),
+        config.logs.factory(),
+        isr_writer,
+        addresses,
+        |apis| Arc::new(AutoCreateTopics::new(apis, store, auto_create)),
+    )
+    .await?;
+    Ok(broker.into_parts())
 }
 
 impl BrokerNode {
@@ -218,6 +205,8 @@ impl BrokerNode {
         let (apis, server) =
             start_data_plane(&config, isr_writer, addresses.book(), session.clone()).await?;
         let addr = server.local_addr();
+        // Producer ids in blocks from /latest_producer_id_block, unique across restarts.
+        apis.use_producer_ids(Arc::new(ZkProducerIdManager::new(session.clone(), id)));
         let registration =
             BrokerRegistration::plaintext(&host, addr.port(), config.rack.as_deref(), now_ms());
         let registered = match BrokerRegistrar::new(session.clone(), id, registration)
@@ -231,6 +220,8 @@ impl BrokerNode {
                 return Err(e.into());
             }
         };
+        // KIP-380: control requests meant for an earlier registration are refused.
+        apis.follow_registration(registered.subscribe());
         let propagator =
             IsrChangePropagator::spawn(session.clone(), changes, config.isr_propagation);
         let channel = Arc::new(TcpBrokerChannel::new(id, LISTENER, config.channel_timeout));
