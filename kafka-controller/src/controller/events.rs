@@ -9,6 +9,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::broker_channel::DeliveredResponse;
 use crate::context::{BrokerId, ControllerContext, TopicPartition};
+use crate::coordination::SessionId;
 
 use super::ControllerError;
 
@@ -56,8 +57,12 @@ pub enum ControllerEvent {
     BrokerResponse(DeliveredResponse),
     /// The auto-rebalance task's tick.
     AutoPreferredReplicaLeaderElection,
-    /// The coordination session expired: resign; pending events were dropped.
-    Expire,
+    /// The coordination session `session` expired: resign if this controller was elected on
+    /// it; pending events were dropped.
+    Expire {
+        /// The expired session.
+        session: SessionId,
+    },
     /// A copy of the context, for inspection (`None` when not active).
     Inspect(oneshot::Sender<Option<ControllerContext>>),
     /// Answered once every event queued before it has been handled.

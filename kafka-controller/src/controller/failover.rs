@@ -33,27 +33,6 @@ impl Controller {
         match self.zk.controller(true).await {
             Ok(Some((c, owner))) => {
                 if c.brokerid == me && owner == session {
-                    if self.active.is_none() {
-                        // K6: we hold `/controller` with this session but are not active —
-                        // the epoch was won and then resigned by a late session-expiry event.
-                        // Give the registration up and campaign again (a higher epoch), rather
-                        // than leave the cluster with a controller znode and no controller.
-                        tracing::info!(
-                            broker = me,
-                            "holding /controller without being active; campaigning again"
-                        );
-                        match self
-                            .zk
-                            .coordination()
-                            .delete(paths::CONTROLLER, crate::coordination::ANY_VERSION)
-                            .await
-                        {
-                            Ok(()) => {}
-                            Err(e) if e.is_no_node() => {}
-                            Err(e) => return Err(KafkaZkError::from(e).into()),
-                        }
-                        self.queue.put(ControllerEvent::ControllerChange);
-                    }
                     return Ok(());
                 }
                 if self.active.is_some() {
@@ -216,6 +195,7 @@ impl Controller {
             channels,
             batch: ControllerBrokerRequestBatch::new(),
             rebalance_task: None,
+            session: self.zk.coordination().session_id(),
         };
         for tp in active.ctx.all_partitions() {
             if active

@@ -50,7 +50,9 @@ use tokio::task::JoinHandle;
 
 use crate::broker_channel::{BrokerChannel, ChannelConfig, ChannelManager, DeliveredResponse};
 use crate::context::{BrokerId, ControllerContext, TopicPartition};
-use crate::coordination::{Coordination, CoordinationEvent, SessionEvent, WatchEventKind};
+use crate::coordination::{
+    Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind,
+};
 use crate::request_batch::ControllerBrokerRequestBatch;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
 
@@ -221,6 +223,8 @@ pub(crate) struct Active {
     pub(crate) channels: ChannelManager,
     pub(crate) batch: ControllerBrokerRequestBatch,
     pub(crate) rebalance_task: Option<JoinHandle<()>>,
+    /// The session this controller was elected on (its `/controller` is that session's).
+    pub(crate) session: SessionId,
 }
 
 impl Drop for Active {
@@ -303,8 +307,10 @@ impl Controller {
                             q.put(e);
                         }
                     }
-                    CoordinationEvent::Session(SessionEvent::Expired { .. }) => {
-                        q.clear_and_put(ControllerEvent::Expire);
+                    CoordinationEvent::Session(SessionEvent::Expired { session_id }) => {
+                        q.clear_and_put(ControllerEvent::Expire {
+                            session: session_id,
+                        });
                     }
                     // A new session (after expiry) re-registers and campaigns; a reconnection
                     // of the same session changes nothing.
@@ -377,8 +383,17 @@ impl Controller {
         use ControllerEvent as E;
         match event {
             E::Startup | E::ControllerChange => self.elect().await,
-            E::Expire => {
-                self.resign();
+            // K6: an expiry ends the controllership won on that session. One of an older
+            // session can arrive after this client already opened a new session and won a
+            // newer epoch on it (the old `/controller` vanished first): that one stays.
+            E::Expire { session } => {
+                match &self.active {
+                    Some(a) if a.session != session => tracing::info!(
+                        broker = self.config.broker_id,
+                        "expiry of an earlier session; staying controller on the new one"
+                    ),
+                    _ => self.resign(),
+                }
                 Ok(())
             }
             E::Sync(reply) => {
