@@ -12,7 +12,7 @@
 //! Per-broker FIFO is what keeps UpdateMetadata ahead of LeaderAndIsr on failover and start-up
 //! (KAFKA-NOTES §13.9): a failed item is never dropped or overtaken.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -132,7 +132,7 @@ pub struct ChannelManager {
     config: ChannelConfig,
     listener: String,
     responses: mpsc::UnboundedSender<DeliveredResponse>,
-    queues: HashMap<BrokerId, BrokerQueue>,
+    queues: BTreeMap<BrokerId, BrokerQueue>,
 }
 
 impl std::fmt::Debug for ChannelManager {
@@ -157,7 +157,7 @@ impl ChannelManager {
             config,
             listener: listener.to_string(),
             responses,
-            queues: HashMap::new(),
+            queues: BTreeMap::new(),
         }
     }
 
@@ -187,7 +187,7 @@ impl ChannelManager {
 
     /// Stops every queue (the controller resigned).
     pub fn shutdown(&mut self) {
-        for (_, q) in self.queues.drain() {
+        for (_, q) in std::mem::take(&mut self.queues) {
             q.task.abort();
         }
     }

@@ -84,7 +84,11 @@ struct Slot<T> {
 pub struct Purgatory<K, T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
-    watchers: HashMap<K, Vec<OpId>>,
+    watchers: HashMap<
+        K,
+        Vec<OpId>,
+        std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
+    >,
     timer: TimingWheel<OpId>,
     finished: VecDeque<Finished<T>>,
     waiting: usize,
@@ -104,7 +108,7 @@ impl<K: Hash + Eq + Clone, T> Purgatory<K, T> {
         Purgatory {
             slots: Vec::new(),
             free: Vec::new(),
-            watchers: HashMap::new(),
+            watchers: HashMap::default(),
             timer: TimingWheel::new(now_ms),
             finished: VecDeque::new(),
             waiting: 0,

@@ -34,6 +34,12 @@ use crate::partition::{
 };
 use crate::purgatory::{Admission, Purgatory};
 
+/// The hasher of the manager's maps: fixed keys, so that one sequence of requests gives one
+/// iteration order (and one order of actions) in every run — what a deterministic simulation
+/// of the broker needs. The keys are partitions the controller assigned, not peer input.
+pub(crate) type FixedState =
+    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
 /// Creates the log of a partition this broker is assigned.
 pub type LogFactory<L> = Box<dyn FnMut(&TopicPartition) -> Result<L, LogError> + Send>;
 
@@ -108,8 +114,8 @@ pub struct ReplicaManager<L> {
     broker: BrokerId,
     config: PartitionConfig,
     new_log: LogFactory<L>,
-    partitions: HashMap<TopicPartition, Partition<L>>,
-    topic_ids: HashMap<Uuid, String>,
+    partitions: HashMap<TopicPartition, Partition<L>, FixedState>,
+    topic_ids: HashMap<Uuid, String, FixedState>,
     metadata: MetadataCache,
     controller_epoch: i32,
     checkpoint_started: bool,
@@ -149,8 +155,8 @@ impl<L: LogStorage> ReplicaManager<L> {
             broker,
             config,
             new_log,
-            partitions: HashMap::new(),
-            topic_ids: HashMap::new(),
+            partitions: HashMap::default(),
+            topic_ids: HashMap::default(),
             metadata: MetadataCache::new(),
             controller_epoch: -1,
             checkpoint_started: false,
@@ -162,6 +168,23 @@ impl<L: LogStorage> ReplicaManager<L> {
             now_ms,
             actions: VecDeque::new(),
         }
+    }
+
+    /// Takes the manager apart into its partitions' logs, in partition order (the broker
+    /// stops; what is on disk stays).
+    pub fn into_logs(self) -> Vec<(TopicPartition, L)> {
+        let mut logs: Vec<(TopicPartition, L)> = self
+            .partitions
+            .into_iter()
+            .map(|(tp, p)| (tp, p.into_log()))
+            .collect();
+        logs.sort_by(|a, b| a.0.cmp(&b.0));
+        logs
+    }
+
+    /// The partitions this broker holds (in no particular order).
+    pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> {
+        self.partitions.keys()
     }
 
     /// The partition `tp`, if this broker holds it.
@@ -636,7 +659,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// DelayedFetch.tryComplete: an error condition on any partition (not leader, unknown,
     /// fenced epoch, offset beyond the end, diverging epoch) or enough readable bytes.
     fn delayed_fetch_satisfied(
-        partitions: &HashMap<TopicPartition, Partition<L>>,
+        partitions: &HashMap<TopicPartition, Partition<L>, FixedState>,
         fetch: &DelayedFetch,
     ) -> bool {
         let mut bytes = 0usize;

@@ -48,7 +48,7 @@ pub(super) struct DelayedProduce {
 /// required offset (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
 /// min.insync.replicas) or it has an error (e.g. leadership moved).
 pub(super) fn satisfied<L: LogStorage>(
-    partitions: &HashMap<TopicPartition, Partition<L>>,
+    partitions: &HashMap<TopicPartition, Partition<L>, super::FixedState>,
     produce: &mut DelayedProduce,
 ) -> bool {
     for s in produce.partitions.iter_mut().filter(|s| s.pending) {

@@ -33,6 +33,7 @@
 
 pub mod kafka;
 pub mod net;
+pub mod real;
 pub mod runner;
 pub mod trace;
 pub mod zab;

@@ -22,8 +22,8 @@ use kafka_replication::isr::{BrokerId, LeaderAndIsr};
 use kafka_replication::log::MemoryLog;
 use kafka_wire::records::RecordBatch;
 
-use super::broker::Broker;
 use super::controller::StoreWrite;
+use kafka_replication::partition::Partition;
 
 /// Which invariant a violation breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,6 +44,10 @@ pub enum Invariant {
     LogsDiverge,
     /// A deposed controller's write landed.
     StaleControllerWrite,
+    /// Two brokers were active controllers of one controller epoch.
+    OneControllerPerEpoch,
+    /// The cluster made no progress once the faults stopped.
+    Liveness,
     /// Not an invariant of the cluster: the traced replay of a failed seed did not fail, so
     /// the simulation is not deterministic.
     ReplayDiverged,
@@ -94,9 +98,13 @@ fn batches_below(log: &MemoryLog, offset: i64) -> &[RecordBatch] {
 /// A broker's view for the checks.
 pub struct BrokerView<'a> {
     /// The broker.
-    pub broker: &'a Broker,
+    pub id: BrokerId,
     /// Its incarnation (restarts so far).
     pub incarnation: u64,
+    /// Its partition core, while it runs.
+    pub partition: Option<&'a Partition<MemoryLog>>,
+    /// Its log, up or down (what is on disk).
+    pub log: Option<&'a MemoryLog>,
 }
 
 impl Checker {
@@ -156,10 +164,10 @@ impl Checker {
 
         let mut true_leader = None;
         for v in brokers {
-            let Some(p) = v.broker.partition() else {
+            let Some(p) = v.partition else {
                 continue;
             };
-            let id = v.broker.id();
+            let id = v.id;
             let epoch = p.leader_epoch();
             let applied = self
                 .applied_epoch
@@ -199,10 +207,10 @@ impl Checker {
             }
         }
         let Some(lv) = true_leader else { return Ok(()) };
-        let Some(lp) = lv.broker.partition() else {
+        let Some(lp) = lv.partition else {
             return Ok(());
         };
-        let (lid, linc, lepoch) = (lv.broker.id(), lv.incarnation, lp.leader_epoch());
+        let (lid, linc, lepoch) = (lv.id, lv.incarnation, lp.leader_epoch());
         let llog = lp.log();
 
         for (list, is_acked) in [(&self.acked, true), (&self.consumed, false)] {
@@ -232,11 +240,11 @@ impl Checker {
 
         let leader_committed = batches_below(llog, lp.high_watermark());
         for v in brokers {
-            let id = v.broker.id();
+            let id = v.id;
             if id == lid {
                 continue;
             }
-            let Some(mlog) = v.broker.log() else { continue };
+            let Some(mlog) = v.log else { continue };
             if store.isr.contains(&id) {
                 let key = (lid, linc, lepoch, id, v.incarnation, Kind::Strong);
                 let done = self.verified_prefix.entry(key).or_insert(0);
@@ -275,7 +283,7 @@ impl Checker {
                 }
                 *done = leader_committed.len();
             }
-            let Some(mp) = v.broker.partition() else {
+            let Some(mp) = v.partition else {
                 continue;
             };
             let own = batches_below(mlog, mp.high_watermark());

@@ -517,8 +517,10 @@ impl Cluster {
             .brokers
             .values()
             .map(|b| BrokerView {
-                broker: b,
+                id: b.id(),
                 incarnation: self.incarnation.get(&b.id()).copied().unwrap_or(0),
+                partition: b.partition(),
+                log: b.log(),
             })
             .collect();
         let store = self.controller.state();

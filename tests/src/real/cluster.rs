@@ -1,0 +1,1061 @@
+//! One seeded run of the Kafka cluster on the real cores: the step loop on a paused tokio
+//! clock, fault injection, the acks=all producer and the consumer, and the checks after every
+//! step (the replication invariants of [`crate::kafka::check`], plus one active controller per
+//! controller epoch and the store audit of stale controller writes).
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_controller::coordination::{
+    Coordination, CreateMode, MemoryCoordination, MemoryTree, SessionId,
+};
+use kafka_controller::zk_data::{
+    paths, KafkaZkClient, PartitionStateZNode, ReassignPartitions, ReassignmentEntry,
+    TopicAssignment,
+};
+use kafka_replication::isr::{BrokerId, LeaderAndIsr, TopicPartition};
+use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_wire::messages::{FetchRequest, ProduceRequest};
+use kafka_wire::records::RecordBatch;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use tokio::sync::{mpsc, oneshot};
+
+use super::broker::{lock, Env, SimBroker};
+use super::channel::Outgoing;
+use super::coord::StaleWrite;
+use super::{Msg, RealConfig};
+use crate::kafka::broker::produce_batch;
+use crate::kafka::check::{BrokerView, Checker, Invariant, Violation};
+use crate::kafka::cluster::Failure;
+use crate::net::{NetStats, Network, NodeId};
+use crate::trace::Trace;
+
+/// The producer's node.
+pub const PRODUCER: NodeId = 100;
+/// The consumer's node.
+pub const CONSUMER: NodeId = 101;
+/// The topic.
+pub const TOPIC: &str = "sim";
+
+const METADATA_REFRESH_MS: u64 = 100;
+const CONSUME_INTERVAL_MS: u64 = 20;
+const CLIENT_TIMEOUT_MS: u64 = 600;
+const MAX_OUTSTANDING: usize = 5;
+
+/// Faults injected, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RealFaultCounts {
+    /// Process crashes (each followed by a restart).
+    pub crash: u64,
+    /// Long pauses.
+    pub pause: u64,
+    /// Of those, pauses of the active controller (it wakes as a zombie).
+    pub controller_pause: u64,
+    /// Symmetric network partitions.
+    pub partition: u64,
+    /// One-way cuts.
+    pub one_way: u64,
+    /// Forced session expiries.
+    pub session_expiry: u64,
+    /// Partition reassignments requested.
+    pub reassign: u64,
+    /// Of those, reassignments the controller completed (it deleted the request).
+    pub reassign_completed: u64,
+}
+
+impl RealFaultCounts {
+    /// Adds `o` to `self`.
+    pub fn add(&mut self, o: &RealFaultCounts) {
+        self.crash += o.crash;
+        self.pause += o.pause;
+        self.controller_pause += o.controller_pause;
+        self.partition += o.partition;
+        self.one_way += o.one_way;
+        self.session_expiry += o.session_expiry;
+        self.reassign += o.reassign;
+        self.reassign_completed += o.reassign_completed;
+    }
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealStats {
+    /// Steps simulated.
+    pub steps: u64,
+    /// Faults injected.
+    pub faults: RealFaultCounts,
+    /// The network's doings.
+    pub net: NetStats,
+    /// Records acknowledged with acks=all.
+    pub acked: u64,
+    /// Records consumed.
+    pub consumed: u64,
+    /// Controller epochs elected.
+    pub controller_epochs: u64,
+    /// Control requests the brokers refused as stale.
+    pub refused_stale: u64,
+    /// A digest of the run (the same seed gives the same digest).
+    pub fingerprint: u64,
+}
+
+struct Client {
+    leaders: BTreeMap<i32, BrokerId>,
+    last_metadata: u64,
+    next_seq: i64,
+    next_id: u64,
+    last_produce: u64,
+    outstanding: BTreeMap<u64, (i64, i32, u64)>,
+    consumer_offset: BTreeMap<i32, i64>,
+    consumer_in_flight: BTreeMap<i32, (u64, u64)>,
+    last_consume: u64,
+}
+
+/// A cluster being simulated.
+pub struct RealCluster {
+    cfg: RealConfig,
+    seed: u64,
+    rng: StdRng,
+    now: u64,
+    steps: u64,
+    tree: MemoryTree,
+    observer: MemoryCoordination,
+    net: Network<Msg>,
+    brokers: BTreeMap<BrokerId, SimBroker>,
+    outbox_tx: mpsc::UnboundedSender<Outgoing>,
+    outbox: mpsc::UnboundedReceiver<Outgoing>,
+    pending_control: BTreeMap<u64, oneshot::Sender<kafka_wire::ResponseBody>>,
+    next_control: u64,
+    audit: Arc<Mutex<Vec<StaleWrite>>>,
+    restart_at: BTreeMap<BrokerId, u64>,
+    expire_at: Vec<(u64, SessionId)>,
+    heal_at: Option<u64>,
+    checkers: BTreeMap<i32, Checker>,
+    controllers_by_epoch: BTreeMap<i32, BrokerId>,
+    client: Client,
+    acked_in_calm: u64,
+    reassign_pending: bool,
+    faults: RealFaultCounts,
+    trace: Option<Trace<String>>,
+    digest: std::collections::hash_map::DefaultHasher,
+}
+
+impl std::fmt::Debug for RealCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealCluster")
+            .field("seed", &self.seed)
+            .field("now", &self.now)
+            .field("brokers", &self.brokers)
+            .finish()
+    }
+}
+
+fn fail<T>(invariant: Invariant, detail: String) -> Result<T, Violation> {
+    Err(Violation { invariant, detail })
+}
+
+/// Splits a fetch response's records into batches (stops at anything malformed).
+fn split_batches(mut records: Bytes) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    while records.len() >= 12 {
+        let len = i32::from_be_bytes([records[8], records[9], records[10], records[11]]);
+        let Ok(len) = usize::try_from(len) else { break };
+        let total = 12 + len;
+        if records.len() < total {
+            break;
+        }
+        let b = records.split_to(total);
+        match RecordBatch::parse(b) {
+            Ok(batch) => out.push(batch),
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+fn summary(msg: &Msg) -> String {
+    match msg {
+        Msg::Control { id, body, .. } => format!("Control#{id} {:?}", body.api_key()),
+        Msg::ControlResp { id, .. } => format!("ControlResp#{id}"),
+        Msg::Fetch { id, request } => format!(
+            "Fetch#{id} replica {} {:?}",
+            request.replica_id,
+            request
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| (p.partition, p.fetch_offset)))
+                .collect::<Vec<_>>()
+        ),
+        Msg::FetchResp { id, response } => format!(
+            "FetchResp#{id} {:?}",
+            response
+                .responses
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| (
+                    p.partition_index,
+                    p.error_code,
+                    p.high_watermark
+                )))
+                .collect::<Vec<_>>()
+        ),
+        Msg::EpochQuery { id, .. } => format!("EpochQuery#{id}"),
+        Msg::EpochAnswer { id, .. } => format!("EpochAnswer#{id}"),
+        Msg::Produce { id, .. } => format!("Produce#{id}"),
+        Msg::ProduceResp { id, response } => format!(
+            "ProduceResp#{id} {:?}",
+            response
+                .responses
+                .iter()
+                .flat_map(|t| t.partition_responses.iter().map(|p| (
+                    p.index,
+                    p.error_code,
+                    p.base_offset
+                )))
+                .collect::<Vec<_>>()
+        ),
+    }
+}
+
+impl RealCluster {
+    /// A fresh cluster for `seed` (call inside a paused current-thread runtime).
+    pub fn new(seed: u64, cfg: RealConfig, traced: bool) -> Self {
+        let tree = MemoryTree::new();
+        let observer = tree.connect();
+        let (outbox_tx, outbox) = mpsc::unbounded_channel();
+        let audit = Arc::new(Mutex::new(Vec::new()));
+        let mut c = RealCluster {
+            cfg,
+            seed,
+            rng: StdRng::seed_from_u64(seed),
+            now: 0,
+            steps: 0,
+            tree,
+            observer,
+            net: Network::new(cfg.net),
+            brokers: BTreeMap::new(),
+            outbox_tx,
+            outbox,
+            pending_control: BTreeMap::new(),
+            next_control: 0,
+            audit,
+            restart_at: BTreeMap::new(),
+            expire_at: Vec::new(),
+            heal_at: None,
+            checkers: (0..cfg.partitions)
+                .map(|p| (p, Checker::default()))
+                .collect(),
+            controllers_by_epoch: BTreeMap::new(),
+            client: Client {
+                leaders: BTreeMap::new(),
+                last_metadata: 0,
+                next_seq: 0,
+                next_id: 0,
+                last_produce: 0,
+                outstanding: BTreeMap::new(),
+                consumer_offset: (0..cfg.partitions).map(|p| (p, 0)).collect(),
+                consumer_in_flight: BTreeMap::new(),
+                last_consume: 0,
+            },
+            acked_in_calm: 0,
+            reassign_pending: false,
+            faults: RealFaultCounts::default(),
+            trace: traced.then(|| Trace::new(cfg.trace_capacity)),
+            digest: std::collections::hash_map::DefaultHasher::new(),
+        };
+        for id in 1..=cfg.brokers {
+            let b = SimBroker::new(id, &cfg, &c.env());
+            c.brokers.insert(id, b);
+        }
+        c
+    }
+
+    fn env(&self) -> Env<'_> {
+        Env {
+            tree: &self.tree,
+            outbox: &self.outbox_tx,
+            audit: &self.audit,
+            breakage: self.cfg.breakage,
+        }
+    }
+
+    fn note(&mut self, event: impl FnOnce() -> String) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(self.now, event());
+        }
+    }
+
+    /// The topic, created the way `kafka-topics.sh` does: the assignment znode, which the
+    /// controller picks up (K2.2). Replicas are rotated so that leaderships spread.
+    async fn create_topic(&self) {
+        let zk = KafkaZkClient::new(Arc::new(self.observer.clone()));
+        let _ = zk.create_persistent_paths().await;
+        let n = self.cfg.brokers;
+        let rf = self.cfg.replication_factor.clamp(1, n);
+        let partitions = (0..self.cfg.partitions)
+            .map(|p| (p, (0..rf).map(|i| (p + i) % n + 1).collect()))
+            .collect();
+        let assignment = TopicAssignment {
+            version: 2,
+            partitions,
+            adding_replicas: None,
+            removing_replicas: None,
+            ..TopicAssignment::from_json(b"{\"version\":2,\"partitions\":{}}")
+                .unwrap_or_else(|_| unreachable!("a literal assignment parses"))
+        };
+        if let Ok(data) = assignment.to_json() {
+            let _ = self
+                .observer
+                .create(&paths::topic(TOPIC), &data, CreateMode::Persistent)
+                .await;
+        }
+    }
+
+    /// Runs to the end; the first violation.
+    pub async fn run(&mut self) -> Result<(), Violation> {
+        self.create_topic().await;
+        let tick = Duration::from_millis(self.cfg.tick_ms);
+        let calm_from = self.cfg.duration_ms.saturating_sub(self.cfg.calm_ms);
+        while self.now < self.cfg.duration_ms {
+            tokio::time::sleep(tick).await;
+            self.now += self.cfg.tick_ms;
+            self.steps += 1;
+            self.drain_outbox();
+            self.check().await?;
+            if self.now < calm_from {
+                self.inject_faults();
+                if self.rng.random_bool(self.cfg.faults.reassign) {
+                    self.reassign().await;
+                }
+            } else {
+                self.calm();
+            }
+            self.timed_events();
+            self.deliver_due();
+            let mut out = Vec::new();
+            for b in self.brokers.values_mut() {
+                out.clear();
+                b.step(self.now, &self.cfg, &mut out);
+                let from = b.id;
+                for (to, msg) in out.drain(..) {
+                    self.net.send(&mut self.rng, self.now, from, to, msg);
+                }
+            }
+            self.clients();
+            if self.now >= calm_from {
+                // counted below through acked_in_calm
+            }
+        }
+        self.drain_outbox();
+        self.check().await?;
+        if self.acked_in_calm == 0 {
+            return fail(
+                Invariant::Liveness,
+                format!(
+                    "no record was acknowledged in the last {} ms without faults",
+                    self.cfg.calm_ms
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn drain_outbox(&mut self) {
+        while let Ok(o) = self.outbox.try_recv() {
+            self.next_control += 1;
+            let id = self.next_control;
+            self.pending_control.insert(id, o.reply);
+            self.net.send(
+                &mut self.rng,
+                self.now,
+                o.from,
+                o.to,
+                Msg::Control {
+                    id,
+                    version: o.version,
+                    body: o.body,
+                },
+            );
+        }
+        self.pending_control.retain(|_, r| !r.is_closed());
+    }
+
+    fn up_brokers(&self) -> Vec<BrokerId> {
+        self.brokers
+            .values()
+            .filter(|b| b.is_up() && !b.is_paused(self.now))
+            .map(|b| b.id)
+            .collect()
+    }
+
+    fn active_controller(&self) -> Option<BrokerId> {
+        self.brokers
+            .values()
+            .filter(|b| !b.is_paused(self.now))
+            .filter_map(|b| b.active_controller_epoch().map(|e| (e, b.id)))
+            .max()
+            .map(|(_, id)| id)
+    }
+
+    fn inject_faults(&mut self) {
+        let f = self.cfg.faults;
+        let now = self.now;
+        let timeout = self.cfg.session_timeout_ms;
+        if self.rng.random_bool(f.crash) {
+            let up = self.up_brokers();
+            if up.len() > 1 {
+                let id = up[self.rng.random_range(0..up.len())];
+                if let Some(session) = self.brokers.get_mut(&id).and_then(SimBroker::crash) {
+                    self.expire_at.push((now + timeout, session));
+                }
+                let back = now + self.rng.random_range(100..800);
+                self.restart_at.insert(id, back);
+                self.faults.crash += 1;
+                self.note(|| format!("FAULT crash broker {id}, back at {back}"));
+            }
+        }
+        if self.rng.random_bool(f.pause) {
+            let up = self.up_brokers();
+            let controller = self.active_controller();
+            let pick = match controller {
+                Some(c) if self.rng.random_bool(0.5) && up.contains(&c) => Some(c),
+                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
+                _ => None,
+            };
+            if let Some(id) = pick {
+                let until = now + timeout + self.rng.random_range(50..500);
+                if let Some(b) = self.brokers.get_mut(&id) {
+                    if let Some(session) = b.session() {
+                        self.expire_at.push((now + timeout, session));
+                    }
+                    b.pause(until);
+                }
+                self.faults.pause += 1;
+                if controller == Some(id) {
+                    self.faults.controller_pause += 1;
+                }
+                self.note(|| format!("FAULT pause broker {id} until {until}"));
+            }
+        }
+        if self.heal_at.is_none() && self.rng.random_bool(f.partition) {
+            let mut nodes: Vec<NodeId> = self.brokers.keys().copied().collect();
+            nodes.extend([PRODUCER, CONSUMER]);
+            let (a, b): (Vec<NodeId>, Vec<NodeId>) =
+                nodes.iter().partition(|_| self.rng.random_bool(0.5));
+            if !a.is_empty() && !b.is_empty() {
+                self.net.split(&a, &b);
+                let until = now + self.rng.random_range(100..800);
+                self.heal_at = Some(until);
+                self.faults.partition += 1;
+                self.note(|| format!("FAULT partition {a:?} | {b:?} until {until}"));
+            }
+        }
+        if self.heal_at.is_none() && self.rng.random_bool(f.one_way) {
+            let ids: Vec<NodeId> = self.brokers.keys().copied().collect();
+            let from = ids[self.rng.random_range(0..ids.len())];
+            let to = ids[self.rng.random_range(0..ids.len())];
+            if from != to {
+                self.net.block(from, to);
+                let until = now + self.rng.random_range(100..800);
+                self.heal_at = Some(until);
+                self.faults.one_way += 1;
+                self.note(|| format!("FAULT one-way {from} -> {to} until {until}"));
+            }
+        }
+        if self.rng.random_bool(f.session_expiry) {
+            let up = self.up_brokers();
+            let controller = self.active_controller();
+            let pick = match controller {
+                Some(c) if self.rng.random_bool(0.5) => Some(c),
+                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
+                _ => None,
+            };
+            if let Some(session) = pick.and_then(|id| self.brokers.get(&id)?.session()) {
+                self.tree.expire(session);
+                self.faults.session_expiry += 1;
+                self.note(|| format!("FAULT session of broker {pick:?} expired"));
+            }
+        }
+    }
+
+    /// K7: an administrator asks to move a partition onto a random set of brokers (when none
+    /// is in progress), the way `kafka-reassign-partitions.sh` does.
+    async fn reassign(&mut self) {
+        let (n, rf) = (self.cfg.brokers, self.cfg.replication_factor);
+        if n <= rf {
+            return;
+        }
+        if let Ok(Some(_)) = self
+            .observer
+            .exists(paths::REASSIGN_PARTITIONS, false)
+            .await
+        {
+            return;
+        }
+        let p = self.rng.random_range(0..self.cfg.partitions);
+        let mut ids: Vec<BrokerId> = (1..=n).collect();
+        ids.shuffle(&mut self.rng);
+        ids.truncate(usize::try_from(rf).unwrap_or(1));
+        let request = ReassignPartitions {
+            version: 1,
+            partitions: vec![ReassignmentEntry {
+                topic: TOPIC.into(),
+                partition: p,
+                replicas: ids.clone(),
+                extra: Default::default(),
+            }],
+            extra: Default::default(),
+        };
+        if let Ok(data) = request.to_json() {
+            if self
+                .observer
+                .create(paths::REASSIGN_PARTITIONS, &data, CreateMode::Persistent)
+                .await
+                .is_ok()
+            {
+                self.faults.reassign += 1;
+                self.reassign_pending = true;
+                self.note(|| format!("REASSIGN partition {p} to {ids:?}"));
+            }
+        }
+    }
+
+    /// The fault-free end: the network heals and every broker comes back.
+    fn calm(&mut self) {
+        if self.heal_at.take().is_some() {
+            self.net.heal();
+            self.note(|| "heal (calm)".into());
+        }
+        for t in self.restart_at.values_mut() {
+            *t = (*t).min(self.now);
+        }
+    }
+
+    fn timed_events(&mut self) {
+        let now = self.now;
+        if self.heal_at.is_some_and(|t| t <= now) {
+            self.heal_at = None;
+            self.net.heal();
+            self.note(|| "heal".into());
+        }
+        let due: Vec<SessionId> = self
+            .expire_at
+            .iter()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, s)| *s)
+            .collect();
+        self.expire_at.retain(|(t, _)| *t > now);
+        for s in due {
+            self.tree.expire(s);
+        }
+        let restart: Vec<BrokerId> = self
+            .restart_at
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in restart {
+            self.restart_at.remove(&id);
+            let cfg = self.cfg;
+            let tree = self.tree.clone();
+            let env = Env {
+                tree: &tree,
+                outbox: &self.outbox_tx,
+                audit: &self.audit,
+                breakage: cfg.breakage,
+            };
+            if let Some(b) = self.brokers.get_mut(&id) {
+                b.restart(&cfg, &env);
+            }
+            self.note(|| format!("restart broker {id}"));
+        }
+    }
+
+    fn deliver_due(&mut self) {
+        let now = self.now;
+        let mut out = Vec::new();
+        while let Some((from, to, msg)) = self.net.pop_due(now) {
+            if let Some(t) = self.trace.as_mut() {
+                t.push(now, format!("{from} -> {to}: {}", summary(&msg)));
+            }
+            match to {
+                PRODUCER | CONSUMER => self.client_receive(to, msg),
+                _ => {
+                    if let Msg::ControlResp { id, body } = msg {
+                        if let Some(reply) = self.pending_control.remove(&id) {
+                            let _ = reply.send(body);
+                        }
+                        continue;
+                    }
+                    let Some(b) = self.brokers.get_mut(&to) else {
+                        continue;
+                    };
+                    if let Some(until) = b.paused_until(now) {
+                        self.net.defer(until, from, to, msg);
+                        continue;
+                    }
+                    out.clear();
+                    if let Some(b) = self.brokers.get_mut(&to) {
+                        b.handle(now, from, msg, &self.cfg, &mut out);
+                    }
+                    for (dest, m) in out.drain(..) {
+                        self.net.send(&mut self.rng, now, to, dest, m);
+                    }
+                }
+            }
+        }
+    }
+
+    fn clients(&mut self) {
+        let now = self.now;
+        let tp = |p: i32| TopicPartition::new(TOPIC, p);
+        if now >= self.client.last_metadata + METADATA_REFRESH_MS {
+            self.client.last_metadata = now;
+            let up = self.up_brokers();
+            if !up.is_empty() {
+                let id = up[self.rng.random_range(0..up.len())];
+                if let Some(rm) = self.brokers.get(&id).and_then(SimBroker::rm) {
+                    for p in 0..self.cfg.partitions {
+                        if let Some(l) = rm.metadata().leader(&tp(p)) {
+                            self.client.leaders.insert(p, l);
+                        }
+                    }
+                }
+            }
+        }
+        self.client
+            .outstanding
+            .retain(|_, (_, _, sent)| now < *sent + CLIENT_TIMEOUT_MS);
+        if now >= self.client.last_produce + self.cfg.produce_interval_ms
+            && self.client.outstanding.len() < MAX_OUTSTANDING
+        {
+            self.client.last_produce = now;
+            let seq = self.client.next_seq;
+            let p = (seq % i64::from(self.cfg.partitions)) as i32;
+            if let (Some(leader), Ok(records)) =
+                (self.client.leaders.get(&p).copied(), produce_batch(seq))
+            {
+                self.client.next_seq += 1;
+                self.client.next_id += 1;
+                let id = self.client.next_id;
+                let request = ProduceRequest {
+                    acks: -1,
+                    timeout_ms: 1_000,
+                    topic_data: vec![TopicProduceData {
+                        name: TOPIC.into(),
+                        partition_data: vec![PartitionProduceData {
+                            index: p,
+                            records: Some(records),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                self.client.outstanding.insert(id, (seq, p, now));
+                self.net.send(
+                    &mut self.rng,
+                    now,
+                    PRODUCER,
+                    leader,
+                    Msg::Produce { id, request },
+                );
+            }
+        }
+        if now >= self.client.last_consume + CONSUME_INTERVAL_MS {
+            self.client.last_consume = now;
+            for p in 0..self.cfg.partitions {
+                if self
+                    .client
+                    .consumer_in_flight
+                    .get(&p)
+                    .is_some_and(|(_, sent)| now < sent + 300)
+                {
+                    continue;
+                }
+                let Some(leader) = self.client.leaders.get(&p).copied() else {
+                    continue;
+                };
+                self.client.next_id += 1;
+                let id = self.client.next_id;
+                let offset = self.client.consumer_offset.get(&p).copied().unwrap_or(0);
+                let request = FetchRequest {
+                    replica_id: -1,
+                    max_wait_ms: 0,
+                    min_bytes: 1,
+                    max_bytes: 1 << 20,
+                    topics: vec![FetchTopic {
+                        topic: TOPIC.into(),
+                        partitions: vec![FetchPartition {
+                            partition: p,
+                            current_leader_epoch: -1,
+                            fetch_offset: offset,
+                            last_fetched_epoch: -1,
+                            log_start_offset: -1,
+                            partition_max_bytes: 1 << 16,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                self.client.consumer_in_flight.insert(p, (id, now));
+                self.net.send(
+                    &mut self.rng,
+                    now,
+                    CONSUMER,
+                    leader,
+                    Msg::Fetch { id, request },
+                );
+            }
+        }
+    }
+
+    fn client_receive(&mut self, to: NodeId, msg: Msg) {
+        let calm = self.now >= self.cfg.duration_ms.saturating_sub(self.cfg.calm_ms);
+        match (to, msg) {
+            (PRODUCER, Msg::ProduceResp { id, response }) => {
+                let Some((seq, p, _)) = self.client.outstanding.remove(&id) else {
+                    return;
+                };
+                for r in response
+                    .responses
+                    .iter()
+                    .flat_map(|t| t.partition_responses.iter())
+                {
+                    if r.index == p && r.error_code == 0 {
+                        if let Some(c) = self.checkers.get_mut(&p) {
+                            c.acked(r.base_offset, seq);
+                        }
+                        if calm {
+                            self.acked_in_calm += 1;
+                        }
+                    }
+                }
+            }
+            (CONSUMER, Msg::FetchResp { id, response }) => {
+                let Some(p) = self
+                    .client
+                    .consumer_in_flight
+                    .iter()
+                    .find(|(_, (i, _))| *i == id)
+                    .map(|(p, _)| *p)
+                else {
+                    return;
+                };
+                self.client.consumer_in_flight.remove(&p);
+                for d in response.responses.iter().flat_map(|t| t.partitions.iter()) {
+                    if d.partition_index != p || d.error_code != 0 {
+                        continue;
+                    }
+                    let Some(records) = d.records.clone() else {
+                        continue;
+                    };
+                    for b in split_batches(records) {
+                        let offset = self.client.consumer_offset.get(&p).copied().unwrap_or(0);
+                        if b.base_offset() == offset {
+                            if let Some(c) = self.checkers.get_mut(&p) {
+                                c.consumed(b.base_offset(), b.base_timestamp());
+                            }
+                            self.client.consumer_offset.insert(p, b.next_offset());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    async fn store_state(&self, p: i32) -> Option<LeaderAndIsr> {
+        let path = paths::partition_state(TOPIC, p);
+        let (data, stat) = self.observer.get_data(&path, false).await.ok()?;
+        let z = PartitionStateZNode::from_json(&data).ok()?;
+        Some(LeaderAndIsr {
+            leader: z.leader,
+            leader_epoch: z.leader_epoch,
+            isr: z.isr,
+            partition_epoch: stat.version,
+        })
+    }
+
+    /// The checks after a step.
+    async fn check(&mut self) -> Result<(), Violation> {
+        // K6: one active controller per controller epoch (a paused zombie included).
+        for b in self.brokers.values() {
+            if let Some(e) = b.active_controller_epoch() {
+                let first = *self.controllers_by_epoch.entry(e).or_insert(b.id);
+                if first != b.id {
+                    return fail(
+                        Invariant::OneControllerPerEpoch,
+                        format!("brokers {first} and {} both control epoch {e}", b.id),
+                    );
+                }
+            }
+        }
+        // K6 fencing: no controller write lands unless its epoch is the current one.
+        if let Some(w) = self
+            .audit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .first()
+        {
+            return fail(
+                Invariant::StaleControllerWrite,
+                format!(
+                    "broker {}'s controller wrote {:?} checking /controller_epoch version {:?} \
+                     while it was {}",
+                    w.broker, w.paths, w.checked_version, w.current_version
+                ),
+            );
+        }
+        if self.reassign_pending
+            && matches!(
+                self.observer
+                    .exists(paths::REASSIGN_PARTITIONS, false)
+                    .await,
+                Ok(None)
+            )
+        {
+            self.reassign_pending = false;
+            self.faults.reassign_completed += 1;
+            self.note(|| "reassignment complete".into());
+        }
+        for p in 0..self.cfg.partitions {
+            let Some(store) = self.store_state(p).await else {
+                continue;
+            };
+            let tp = TopicPartition::new(TOPIC, p);
+            let disks: Vec<(BrokerId, u64, std::sync::MutexGuard<'_, _>)> = self
+                .brokers
+                .values()
+                .filter(|b| !b.is_up())
+                .map(|b| (b.id, b.incarnation, lock(&b.disk)))
+                .collect();
+            let mut views: Vec<BrokerView<'_>> = Vec::new();
+            for b in self.brokers.values() {
+                if let Some(rm) = b.rm() {
+                    let part = rm.partition(&tp);
+                    views.push(BrokerView {
+                        id: b.id,
+                        incarnation: b.incarnation,
+                        partition: part,
+                        log: part.map(|x| x.log()),
+                    });
+                }
+            }
+            for (id, incarnation, disk) in &disks {
+                views.push(BrokerView {
+                    id: *id,
+                    incarnation: *incarnation,
+                    partition: None,
+                    log: disk.get(&tp),
+                });
+            }
+            views.sort_by_key(|v| v.id);
+            let Some(checker) = self.checkers.get_mut(&p) else {
+                continue;
+            };
+            checker.check(&views, &store, &[]).map_err(|mut v| {
+                v.detail = format!("partition {p}: {}", v.detail);
+                v
+            })?;
+            drop(views);
+            drop(disks);
+        }
+        Ok(())
+    }
+
+    /// What the run did so far.
+    pub fn stats(&self) -> RealStats {
+        let mut digest = self.digest.clone();
+        self.steps.hash(&mut digest);
+        self.faults.hash(&mut digest);
+        let acked: u64 = self.checkers.values().map(|c| c.acked_count() as u64).sum();
+        let consumed: u64 = self
+            .checkers
+            .values()
+            .map(|c| c.consumed_count() as u64)
+            .sum();
+        (acked, consumed).hash(&mut digest);
+        self.controllers_by_epoch.hash(&mut digest);
+        self.tree.last_zxid().hash(&mut digest);
+        let net = self.net.stats();
+        (net.sent, net.delivered, net.lost, net.cut).hash(&mut digest);
+        for b in self.brokers.values() {
+            if let Some(rm) = b.rm() {
+                for p in 0..self.cfg.partitions {
+                    if let Some(part) = rm.partition(&TopicPartition::new(TOPIC, p)) {
+                        (
+                            b.id,
+                            part.leader_epoch(),
+                            part.high_watermark(),
+                            part.log_end_offset(),
+                        )
+                            .hash(&mut digest);
+                    }
+                }
+            }
+        }
+        RealStats {
+            steps: self.steps,
+            faults: self.faults,
+            net,
+            acked,
+            consumed,
+            controller_epochs: self.controllers_by_epoch.len() as u64,
+            refused_stale: self.brokers.values().map(|b| b.refused_stale).sum(),
+            fingerprint: digest.finish(),
+        }
+    }
+
+    fn trace(&self) -> String {
+        self.trace.as_ref().map(Trace::render).unwrap_or_default()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|e| panic!("a current-thread runtime: {e}"))
+}
+
+fn run_once(
+    seed: u64,
+    cfg: RealConfig,
+    traced: bool,
+) -> (RealStats, Result<(), Violation>, u64, u64, String) {
+    runtime().block_on(async move {
+        let mut c = RealCluster::new(seed, cfg, traced);
+        let r = c.run().await;
+        (c.stats(), r, c.steps, c.now, c.trace())
+    })
+}
+
+/// Runs one seed; a failure is replayed with the trace on.
+pub fn run_seed(seed: u64, cfg: RealConfig) -> (RealStats, Option<Failure>) {
+    let (stats, result, _, _, _) = run_once(seed, cfg, false);
+    if result.is_ok() {
+        return (stats, None);
+    }
+    let (_, replay, step, now, trace) = run_once(seed, cfg, true);
+    let violation = match replay {
+        Err(v) => v,
+        Ok(()) => Violation {
+            invariant: Invariant::ReplayDiverged,
+            detail: "the replay did not fail: the run is not deterministic".into(),
+        },
+    };
+    (
+        stats,
+        Some(Failure {
+            seed,
+            step,
+            now,
+            violation,
+            trace,
+        }),
+    )
+}
+
+/// The sum over a range of seeds.
+#[derive(Debug, Clone, Default)]
+pub struct RealSummary {
+    /// The scenario.
+    pub name: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Steps simulated.
+    pub steps: u64,
+    /// Faults injected.
+    pub faults: RealFaultCounts,
+    /// The network's doings.
+    pub net: NetStats,
+    /// Records acknowledged with acks=all.
+    pub acked: u64,
+    /// Records consumed.
+    pub consumed: u64,
+    /// Controller epochs elected.
+    pub controller_epochs: u64,
+    /// Stale control requests refused.
+    pub refused_stale: u64,
+    /// Seeds that violated an invariant.
+    pub violations: u64,
+    /// The first failure.
+    pub first_failure: Option<Failure>,
+}
+
+impl std::fmt::Display for RealSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fl = &self.faults;
+        let n = &self.net;
+        write!(
+            f,
+            "[{}] seeds {} steps {} | faults: crash {} pause {} (controller {}) partition {} \
+             one-way {} session-expiry {} reassign {} (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
+             | acked {} consumed {} controller epochs {} stale requests refused {} | violations {}",
+            self.name,
+            self.seeds,
+            self.steps,
+            fl.crash,
+            fl.pause,
+            fl.controller_pause,
+            fl.partition,
+            fl.one_way,
+            fl.session_expiry,
+            fl.reassign,
+            fl.reassign_completed,
+            n.lost,
+            n.duplicated,
+            n.long_delayed,
+            n.cut,
+            self.acked,
+            self.consumed,
+            self.controller_epochs,
+            self.refused_stale,
+            self.violations
+        )
+    }
+}
+
+/// Runs `seeds` of `cfg`; with `stop_at_first` it stops at the first violation.
+pub fn run_seeds(
+    name: &str,
+    cfg: RealConfig,
+    seeds: std::ops::Range<u64>,
+    stop_at_first: bool,
+) -> RealSummary {
+    let mut s = RealSummary {
+        name: name.to_string(),
+        ..RealSummary::default()
+    };
+    for seed in seeds {
+        let (stats, failure) = run_seed(seed, cfg);
+        s.seeds += 1;
+        s.steps += stats.steps;
+        s.faults.add(&stats.faults);
+        s.net.lost += stats.net.lost;
+        s.net.duplicated += stats.net.duplicated;
+        s.net.long_delayed += stats.net.long_delayed;
+        s.net.cut += stats.net.cut;
+        s.acked += stats.acked;
+        s.consumed += stats.consumed;
+        s.controller_epochs += stats.controller_epochs;
+        s.refused_stale += stats.refused_stale;
+        if let Some(f) = failure {
+            s.violations += 1;
+            if s.first_failure.is_none() {
+                s.first_failure = Some(f);
+            }
+            if stop_at_first {
+                break;
+            }
+        }
+    }
+    s
+}
