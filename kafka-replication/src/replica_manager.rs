@@ -126,6 +126,9 @@ pub struct ReplicaManager<L> {
     next_isr_check_ms: u64,
     now_ms: u64,
     actions: VecDeque<ReplicaAction>,
+    /// Test-only: ignore the controller epoch (K4.1) and the leader epoch (K4.2).
+    #[cfg(any(test, feature = "legacy-switches"))]
+    ignore_epochs: bool,
 }
 
 impl<L> std::fmt::Debug for ReplicaManager<L> {
@@ -167,7 +170,25 @@ impl<L: LogStorage> ReplicaManager<L> {
             next_isr_check_ms: now_ms + config.isr_check_interval_ms(),
             now_ms,
             actions: VecDeque::new(),
+            #[cfg(any(test, feature = "legacy-switches"))]
+            ignore_epochs: false,
         }
+    }
+
+    /// Test-only broken variant (`legacy-switches` builds): apply every LeaderAndIsr whatever
+    /// its controller epoch (no K4.1) and leader epoch (no K4.2), as a broker that forgets
+    /// what it applied would; the simulator shows that its checks catch it.
+    #[cfg(any(test, feature = "legacy-switches"))]
+    pub fn set_ignore_epochs(&mut self, on: bool) {
+        self.ignore_epochs = on;
+    }
+
+    fn ignores_epochs(&self) -> bool {
+        #[cfg(any(test, feature = "legacy-switches"))]
+        if self.ignore_epochs {
+            return true;
+        }
+        false
     }
 
     /// Takes the manager apart into its partitions' logs, in partition order (the broker
@@ -307,7 +328,7 @@ impl<L: LogStorage> ReplicaManager<L> {
             }))
             .collect();
         // K4.1: a stale controller is refused as a whole.
-        if request.controller_epoch < self.controller_epoch {
+        if request.controller_epoch < self.controller_epoch && !self.ignores_epochs() {
             tracing::warn!(
                 controller_epoch = request.controller_epoch,
                 current = self.controller_epoch,
@@ -341,7 +362,7 @@ impl<L: LogStorage> ReplicaManager<L> {
             }
             let current = self.partitions.get(&tp).map_or(-1, |p| p.leader_epoch());
             // K4.2: only a newer leader epoch is applied, and only where we are a replica.
-            let code = if s.leader_epoch <= current {
+            let code = if s.leader_epoch <= current && !self.ignores_epochs() {
                 tracing::warn!(topic = %tp.topic, partition = tp.partition, leader_epoch = s.leader_epoch, current, "stale leader epoch in LeaderAndIsr");
                 ErrorCode::FencedLeaderEpoch
             } else if !s.replicas.contains(&self.broker) {

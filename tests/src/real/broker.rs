@@ -25,10 +25,10 @@ use kafka_wire::messages::{
     LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse, UpdateMetadataResponse,
 };
 use kafka_wire::{RequestBody, ResponseBody};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::channel::{Outgoing, SimChannel};
-use super::coord::{Life, Role, SimCoord, StaleWrite, StoreBreakage};
+use super::coord::{Life, LifeCell, Role, SimCoord, StaleWrite, StoreBreakage};
 use super::{Msg, RealConfig};
 use crate::net::NodeId;
 
@@ -47,7 +47,7 @@ struct Fetcher {
 
 /// Everything a running broker process holds.
 pub struct Process {
-    life: watch::Sender<Life>,
+    life: LifeCell,
     coord: MemoryCoordination,
     zk: Arc<KafkaZkClient>,
     /// Its controller.
@@ -168,7 +168,8 @@ impl SimBroker {
     }
 
     fn start(&mut self, cfg: &RealConfig, env: &Env<'_>) {
-        let (life, life_rx) = watch::channel(Life::Running);
+        let life = LifeCell::new();
+        let life_rx = life.clone();
         let coord = env.tree.connect();
         let controller_coord = SimCoord::new(
             coord.clone(),
@@ -201,6 +202,10 @@ impl SimBroker {
             0,
             Box::new(move |tp: &TopicPartition| Ok(lock(&disk).remove(tp).unwrap_or_default())),
         );
+        let mut rm = rm;
+        if let Some(hook) = cfg.brokers_ignore_epochs {
+            hook(&mut rm);
+        }
         let isr_writer = Arc::new(
             ZkIsrWriter::new(
                 broker_coord.clone(),
@@ -235,7 +240,7 @@ impl SimBroker {
     pub fn crash(&mut self) -> Option<SessionId> {
         let p = self.process.take()?;
         let session = p.coord.session_id();
-        p.life.send_replace(Life::Dead);
+        p.life.set(Life::Dead);
         p.controller.shutdown();
         let mut disk = lock(&self.disk);
         for (tp, log) in p.rm.into_logs() {
@@ -257,7 +262,7 @@ impl SimBroker {
     pub fn pause(&mut self, until: u64) {
         if let Some(p) = self.process.as_mut() {
             p.paused_until = Some(until);
-            p.life.send_replace(Life::Paused);
+            p.life.set(Life::Paused);
         }
     }
 
@@ -266,7 +271,7 @@ impl SimBroker {
         if let Some(p) = self.process.as_mut() {
             if p.paused_until.is_some_and(|u| u <= now) {
                 p.paused_until = None;
-                p.life.send_replace(Life::Running);
+                p.life.set(Life::Running);
             }
         }
     }
@@ -443,7 +448,7 @@ impl SimBroker {
                 if p.broker_epoch < 0 {
                     return;
                 }
-                let body = self.control(now, version, body);
+                let body = self.control(now, version, body, cfg);
                 if let (Some(hook), Some(p)) = (cfg.partition_hook, self.process.as_mut()) {
                     let tps: Vec<TopicPartition> = p.rm.partitions().cloned().collect();
                     for tp in tps {
@@ -499,11 +504,18 @@ impl SimBroker {
 
     /// LeaderAndIsr (K4), UpdateMetadata (K5.1), StopReplica (K2.1), each refused with
     /// STALE_BROKER_EPOCH when meant for an earlier registration (KIP-380).
-    fn control(&mut self, now: u64, version: i16, body: RequestBody) -> ResponseBody {
+    fn control(
+        &mut self,
+        now: u64,
+        version: i16,
+        body: RequestBody,
+        cfg: &RealConfig,
+    ) -> ResponseBody {
         let Some(p) = self.process.as_mut() else {
             return ResponseBody::UpdateMetadata(UpdateMetadataResponse::default());
         };
-        let stale = |epoch: i64| epoch != -1 && epoch < p.broker_epoch;
+        let ignore = cfg.brokers_ignore_epochs.is_some();
+        let stale = |epoch: i64| !ignore && epoch != -1 && epoch < p.broker_epoch;
         let stale_code = ErrorCode::StaleBrokerEpoch.code();
         match body {
             RequestBody::LeaderAndIsr(req) => {

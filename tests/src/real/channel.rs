@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use kafka_controller::broker_channel::{BrokerChannel, ChannelError};
 use kafka_controller::context::BrokerInfo;
 use kafka_wire::{RequestBody, ResponseBody};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
-use super::coord::{wait_running, Life};
+use super::coord::LifeCell;
 
 /// A control request leaving a controller, for the simulator to carry.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub struct Outgoing {
 #[derive(Debug)]
 pub struct SimChannel {
     from: i32,
-    life: watch::Receiver<Life>,
+    life: LifeCell,
     outbox: mpsc::UnboundedSender<Outgoing>,
     timeout: Duration,
 }
@@ -41,7 +41,7 @@ impl SimChannel {
     /// The channel of broker `from`'s controller.
     pub fn new(
         from: i32,
-        life: watch::Receiver<Life>,
+        life: LifeCell,
         outbox: mpsc::UnboundedSender<Outgoing>,
         timeout: Duration,
     ) -> Self {
@@ -62,8 +62,7 @@ impl BrokerChannel for SimChannel {
         version: i16,
         request: &RequestBody,
     ) -> Result<ResponseBody, ChannelError> {
-        let mut life = self.life.clone();
-        wait_running(&mut life).await;
+        self.life.wait_running().await;
         let (reply, rx) = oneshot::channel();
         let unreachable = |reason: &str| ChannelError::Unreachable {
             broker: broker.id,
@@ -80,7 +79,7 @@ impl BrokerChannel for SimChannel {
             .map_err(|_| unreachable("simulation over"))?;
         let answer = tokio::time::timeout(self.timeout, rx).await;
         // A paused controller sees the answer only when it wakes.
-        wait_running(&mut life).await;
+        self.life.wait_running().await;
         match answer {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(_)) => Err(unreachable("dropped")),

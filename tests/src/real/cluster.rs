@@ -14,7 +14,7 @@ use kafka_controller::coordination::{
 };
 use kafka_controller::zk_data::{
     paths, KafkaZkClient, PartitionStateZNode, ReassignPartitions, ReassignmentEntry,
-    TopicAssignment,
+    TopicAssignment, TopicConfig,
 };
 use kafka_replication::isr::{BrokerId, LeaderAndIsr, TopicPartition};
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -140,6 +140,7 @@ pub struct RealCluster {
     client: Client,
     acked_in_calm: u64,
     reassign_pending: bool,
+    last_status: Vec<(BrokerId, Option<i32>, Option<SessionId>, bool)>,
     faults: RealFaultCounts,
     trace: Option<Trace<String>>,
     digest: std::collections::hash_map::DefaultHasher,
@@ -176,6 +177,22 @@ fn split_batches(mut records: Bytes) -> Vec<RecordBatch> {
         }
     }
     out
+}
+
+/// Sends `msg`, noting it in the trace.
+fn send(
+    net: &mut Network<Msg>,
+    rng: &mut StdRng,
+    trace: &mut Option<Trace<String>>,
+    now: u64,
+    from: NodeId,
+    to: NodeId,
+    msg: Msg,
+) {
+    if let Some(t) = trace.as_mut() {
+        t.push(now, format!("send {from} -> {to}: {}", summary(&msg)));
+    }
+    net.send(rng, now, from, to, msg);
 }
 
 fn summary(msg: &Msg) -> String {
@@ -263,6 +280,7 @@ impl RealCluster {
             },
             acked_in_calm: 0,
             reassign_pending: false,
+            last_status: Vec::new(),
             faults: RealFaultCounts::default(),
             trace: traced.then(|| Trace::new(cfg.trace_capacity)),
             digest: std::collections::hash_map::DefaultHasher::new(),
@@ -307,6 +325,19 @@ impl RealCluster {
             ..TopicAssignment::from_json(b"{\"version\":2,\"partitions\":{}}")
                 .unwrap_or_else(|_| unreachable!("a literal assignment parses"))
         };
+        if self.cfg.unclean_election {
+            let mut config = BTreeMap::new();
+            config.insert(
+                "unclean.leader.election.enable".to_string(),
+                "true".to_string(),
+            );
+            if let Ok(data) = TopicConfig::new(config).to_json() {
+                let _ = self
+                    .observer
+                    .create(&paths::topic_config(TOPIC), &data, CreateMode::Persistent)
+                    .await;
+            }
+        }
         if let Ok(data) = assignment.to_json() {
             let _ = self
                 .observer
@@ -325,6 +356,24 @@ impl RealCluster {
             self.now += self.cfg.tick_ms;
             self.steps += 1;
             self.drain_outbox();
+            if self.trace.is_some() {
+                let st: Vec<(BrokerId, Option<i32>, Option<SessionId>, bool)> = self
+                    .brokers
+                    .values()
+                    .map(|b| {
+                        (
+                            b.id,
+                            b.active_controller_epoch(),
+                            b.session(),
+                            b.is_paused(self.now),
+                        )
+                    })
+                    .collect();
+                if st != self.last_status {
+                    self.note(|| format!("status {st:?}"));
+                    self.last_status = st;
+                }
+            }
             self.check().await?;
             if self.now < calm_from {
                 self.inject_faults();
@@ -342,7 +391,15 @@ impl RealCluster {
                 b.step(self.now, &self.cfg, &mut out);
                 let from = b.id;
                 for (to, msg) in out.drain(..) {
-                    self.net.send(&mut self.rng, self.now, from, to, msg);
+                    send(
+                        &mut self.net,
+                        &mut self.rng,
+                        &mut self.trace,
+                        self.now,
+                        from,
+                        to,
+                        msg,
+                    );
                 }
             }
             self.clients();
@@ -369,8 +426,10 @@ impl RealCluster {
             self.next_control += 1;
             let id = self.next_control;
             self.pending_control.insert(id, o.reply);
-            self.net.send(
+            send(
+                &mut self.net,
                 &mut self.rng,
+                &mut self.trace,
                 self.now,
                 o.from,
                 o.to,
@@ -550,7 +609,8 @@ impl RealCluster {
             .collect();
         self.expire_at.retain(|(t, _)| *t > now);
         for s in due {
-            self.tree.expire(s);
+            let ok = self.tree.expire(s);
+            self.note(|| format!("expire session {s}: {ok}"));
         }
         let restart: Vec<BrokerId> = self
             .restart_at
@@ -603,7 +663,15 @@ impl RealCluster {
                         b.handle(now, from, msg, &self.cfg, &mut out);
                     }
                     for (dest, m) in out.drain(..) {
-                        self.net.send(&mut self.rng, now, to, dest, m);
+                        send(
+                            &mut self.net,
+                            &mut self.rng,
+                            &mut self.trace,
+                            now,
+                            to,
+                            dest,
+                            m,
+                        );
                     }
                 }
             }
@@ -657,8 +725,10 @@ impl RealCluster {
                     ..Default::default()
                 };
                 self.client.outstanding.insert(id, (seq, p, now));
-                self.net.send(
+                send(
+                    &mut self.net,
                     &mut self.rng,
+                    &mut self.trace,
                     now,
                     PRODUCER,
                     leader,
@@ -704,8 +774,10 @@ impl RealCluster {
                     ..Default::default()
                 };
                 self.client.consumer_in_flight.insert(p, (id, now));
-                self.net.send(
+                send(
+                    &mut self.net,
                     &mut self.rng,
+                    &mut self.trace,
                     now,
                     CONSUMER,
                     leader,
@@ -910,6 +982,11 @@ impl RealCluster {
             refused_stale: self.brokers.values().map(|b| b.refused_stale).sum(),
             fingerprint: digest.finish(),
         }
+    }
+
+    /// The trace so far (empty unless traced).
+    pub fn trace_text(&self) -> String {
+        self.trace()
     }
 
     fn trace(&self) -> String {

@@ -13,7 +13,7 @@ use kafka_controller::coordination::{
     SessionId, SessionState, Stat,
 };
 use kafka_controller::zk_data::paths;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 /// Whether a node's process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,18 +26,51 @@ pub enum Life {
     Dead,
 }
 
-/// Waits until `life` lets the node act; never returns for a dead node.
-pub async fn wait_running(life: &mut watch::Receiver<Life>) {
-    loop {
-        let now = *life.borrow_and_update();
-        match now {
-            Life::Running => return,
-            Life::Paused => {
-                if life.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
+/// A node's [`Life`], shared by everything the node runs. Not a `tokio::sync::watch`: that
+/// channel spreads its waiters over shards picked at random, so the order in which a
+/// waking node's tasks resume would change from run to run; a [`Notify`] wakes them in the
+/// order they began to wait.
+#[derive(Debug, Clone)]
+pub struct LifeCell {
+    inner: Arc<(Mutex<Life>, Notify)>,
+}
+
+impl Default for LifeCell {
+    fn default() -> Self {
+        LifeCell {
+            inner: Arc::new((Mutex::new(Life::Running), Notify::new())),
+        }
+    }
+}
+
+impl LifeCell {
+    /// A running node's cell.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The node's state.
+    pub fn get(&self) -> Life {
+        *self.inner.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the state and wakes whoever waits on it.
+    pub fn set(&self, life: Life) {
+        *self.inner.0.lock().unwrap_or_else(PoisonError::into_inner) = life;
+        self.inner.1.notify_waiters();
+    }
+
+    /// Waits until the node runs; never returns for a dead node.
+    pub async fn wait_running(&self) {
+        loop {
+            let notified = self.inner.1.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.get() {
+                Life::Running => return,
+                Life::Paused => notified.await,
+                Life::Dead => std::future::pending::<()>().await,
             }
-            Life::Dead => std::future::pending::<()>().await,
         }
     }
 }
@@ -76,7 +109,7 @@ pub enum Role {
 #[derive(Clone)]
 pub struct SimCoord {
     inner: MemoryCoordination,
-    life: watch::Receiver<Life>,
+    life: LifeCell,
     role: Role,
     breakage: StoreBreakage,
     audit: Arc<Mutex<Vec<StaleWrite>>>,
@@ -103,7 +136,7 @@ impl SimCoord {
     /// A client on `inner`'s session, gated by `life`, auditing into `audit`.
     pub fn new(
         inner: MemoryCoordination,
-        life: watch::Receiver<Life>,
+        life: LifeCell,
         role: Role,
         breakage: StoreBreakage,
         audit: Arc<Mutex<Vec<StaleWrite>>>,
@@ -118,8 +151,7 @@ impl SimCoord {
     }
 
     async fn gate(&self) {
-        let mut life = self.life.clone();
-        wait_running(&mut life).await;
+        self.life.wait_running().await;
     }
 
     fn record(&self, stale: StaleWrite) {

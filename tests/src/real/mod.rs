@@ -18,6 +18,7 @@ pub mod coord;
 
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::{Partition, PartitionConfig};
+use kafka_replication::replica_manager::ReplicaManager;
 use kafka_wire::messages::{
     FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
     ProduceRequest, ProduceResponse,
@@ -163,6 +164,12 @@ pub struct RealConfig {
     pub faults: RealFaults,
     /// Test-only breakage of the store.
     pub breakage: StoreBreakage,
+    /// The topic's `unclean.leader.election.enable`.
+    pub unclean_election: bool,
+    /// Test-only broken brokers: they apply every LeaderAndIsr whatever its controller,
+    /// leader and broker epochs (no K4.1, K4.2 or KIP-380); `ha-tests`' own tests only (the
+    /// switch needs `kafka-replication`'s `legacy-switches`).
+    pub brokers_ignore_epochs: Option<fn(&mut ReplicaManager<MemoryLog>)>,
     /// Called on every partition core of every broker after each LeaderAndIsr (tests use it
     /// to set the core's legacy switches).
     pub partition_hook: Option<fn(&mut Partition<MemoryLog>)>,
@@ -192,6 +199,8 @@ impl Default for RealConfig {
             produce_interval_ms: 15,
             faults: RealFaults::default(),
             breakage: StoreBreakage::default(),
+            unclean_election: false,
+            brokers_ignore_epochs: None,
             partition_hook: None,
             trace_capacity: 60,
         }
