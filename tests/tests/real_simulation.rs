@@ -11,6 +11,8 @@ use ha_tests::kafka::check::Invariant;
 use ha_tests::real::cluster::{run_seed, run_seeds, RealSummary};
 use ha_tests::real::{RealConfig, StoreBreakage};
 use ha_tests::runner::seed_range_from_env;
+use kafka_replication::log::MemoryLog;
+use kafka_replication::partition::{Legacy, Partition};
 
 fn no_violation(name: &str, cfg: RealConfig, default_seeds: u64) -> RealSummary {
     let t = Instant::now();
@@ -88,12 +90,10 @@ fn kafka_6082_store_without_controller_epoch_check_is_caught() {
     );
 }
 
-fn truncate_to_high_watermark(
-    p: &mut kafka_replication::partition::Partition<kafka_replication::log::MemoryLog>,
-) {
-    p.set_legacy(kafka_replication::partition::Legacy {
+fn truncate_to_high_watermark(p: &mut Partition<MemoryLog>) {
+    p.set_legacy(Legacy {
         truncate_to_high_watermark: true,
-        ..kafka_replication::partition::Legacy::default()
+        ..Legacy::default()
     });
 }
 
@@ -209,6 +209,34 @@ fn k4_brokers_ignoring_controller_leader_and_broker_epochs_are_caught_on_the_rea
             Invariant::AckedWriteLost,
             Invariant::ConsumedRecordLost,
             Invariant::LogsDiverge,
+        ],
+    );
+}
+
+fn offset_for_leader_epoch_v0(p: &mut Partition<MemoryLog>) {
+    p.set_legacy(Legacy {
+        offset_for_leader_epoch_v0: true,
+        ..Legacy::default()
+    });
+}
+
+/// KIP-279 on the real replica manager and fetchers: OffsetForLeaderEpoch v0 (an end offset
+/// without its epoch) lets replicas that missed several leader changes diverge.
+#[test]
+fn kip_279_offset_for_leader_epoch_v0_is_caught_on_the_real_cores() {
+    let cfg = RealConfig {
+        partition_hook: Some(offset_for_leader_epoch_v0),
+        ..RealConfig::default()
+    };
+    caught_within(
+        "kip-279 on the real cores",
+        cfg,
+        1_000,
+        &[
+            Invariant::StrongIsr,
+            Invariant::LogsDiverge,
+            Invariant::AckedWriteLost,
+            Invariant::ConsumedRecordLost,
         ],
     );
 }
