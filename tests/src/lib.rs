@@ -2,7 +2,11 @@
 //!
 //! One seed gives one exact run: a seeded random generator decides every delay, loss,
 //! duplication, partition, crash and pause; time is simulated; every collection that decisions
-//! depend on is ordered. The Kafka model ([`kafka`]) runs brokers on the real
+//! depend on is ordered. [`real`] runs Kafka clusters on the real cores: every broker runs
+//! `kafka-controller`'s `Controller` (campaigning on a shared `MemoryCoordination` tree) and
+//! `kafka-replication`'s `ReplicaManager` with its fetchers, the requests between them are
+//! `kafka-wire` messages on the simulated network, and everything runs on a paused-clock tokio
+//! runtime. The Kafka model ([`kafka`]) runs brokers on the real
 //! `kafka-replication` partition core and a controller electing with the real
 //! `kafka-controller` strategies, over a [`net::Network`] that misbehaves, and checks the
 //! replication invariants after every step. The ZooKeeper model ([`zab`]) runs ensembles of
@@ -19,6 +23,17 @@
 //! assert_eq!(stats.steps, 100);
 //! // The same seed, the same run.
 //! assert_eq!(run_seed(7, cfg).0, stats);
+//! ```
+//!
+//! Three brokers on the real controller and replica manager, with every fault:
+//!
+//! ```
+//! use ha_tests::real::{cluster::run_seed, RealConfig};
+//!
+//! let (stats, failure) = run_seed(7, RealConfig::default());
+//! assert!(failure.is_none(), "{}", failure.map(|f| f.to_string()).unwrap_or_default());
+//! assert!(stats.acked > 0 && stats.controller_epochs > 0);
+//! assert_eq!(run_seed(7, RealConfig::default()).0, stats);
 //! ```
 //!
 //! A ZooKeeper ensemble of three voters and an observer, 3 s of faults, then calm:

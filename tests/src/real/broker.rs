@@ -324,11 +324,11 @@ impl SimBroker {
             p.last_checkpoint = now;
             let _ = p.rm.checkpoint_high_watermarks();
         }
-        self.drain_actions(now, cfg, out);
+        self.drain_actions(cfg, out);
         self.poll_fetchers(now, cfg, out);
     }
 
-    fn drain_actions(&mut self, now: u64, cfg: &RealConfig, out: &mut Vec<(NodeId, Msg)>) {
+    fn drain_actions(&mut self, cfg: &RealConfig, out: &mut Vec<(NodeId, Msg)>) {
         let Some(p) = self.process.as_mut() else {
             return;
         };
@@ -394,7 +394,6 @@ impl SimBroker {
                 }
             }
         }
-        let _ = now;
     }
 
     fn poll_fetchers(&mut self, now: u64, cfg: &RealConfig, out: &mut Vec<(NodeId, Msg)>) {
@@ -499,7 +498,7 @@ impl SimBroker {
             }
             Msg::ControlResp { .. } | Msg::ProduceResp { .. } => {}
         }
-        self.drain_actions(now, cfg, out);
+        self.drain_actions(cfg, out);
     }
 
     /// LeaderAndIsr (K4), UpdateMetadata (K5.1), StopReplica (K2.1), each refused with

@@ -403,9 +403,6 @@ impl RealCluster {
                 }
             }
             self.clients();
-            if self.now >= calm_from {
-                // counted below through acked_in_calm
-            }
         }
         self.drain_outbox();
         self.check().await?;
