@@ -362,7 +362,7 @@ async fn k1_3_partition_leader_shrinks_its_isr_through_the_zk_isr_writer() -> Te
     // Followers 2 and 3 never fetch: after replica.lag.time.max.ms they are out.
     assert!(p.maybe_shrink_isr(30_001));
     let proposal = p.poll_isr_proposal().ok_or("no proposal")?;
-    p.on_isr_result(w.propose(&proposal).await);
+    p.on_isr_result(&proposal, w.propose(&proposal).await);
     assert_eq!(p.isr(), &[1]);
     assert_eq!(p.partition_epoch(), 1);
     let s = PartitionStateZNode::from_json(stored(coord.as_ref(), "t").await?.0.as_bytes())?;
@@ -371,5 +371,46 @@ async fn k1_3_partition_leader_shrinks_its_isr_through_the_zk_isr_writer() -> Te
         (1, 3, 7, vec![1])
     );
     assert_eq!(w.changes().pending(), vec![tp]);
+    Ok(())
+}
+
+/// Found by the real-core simulation in `ha-tests` (`Liveness`): a write lost with the
+/// connection used to be retried three times, 200 ms apart, and then reported as an unknown
+/// outcome, which left the leader waiting for a LeaderAndIsr that might never come. By
+/// default the writer now waits out a disconnection for as long as the session lives, as
+/// Kafka's `ZooKeeperClient` does; once the session has ended the outcome is unknown.
+#[tokio::test(start_paused = true)]
+async fn k1_3_isr_write_waits_out_a_disconnection_while_the_session_lives() -> TestResult {
+    let tree = kafka_controller::coordination::MemoryTree::new();
+    let admin = tree.connect();
+    create_partition(&admin, "t").await?;
+    let leader = tree.connect();
+    let session = leader.session_id();
+    let w = ZkIsrWriter::new(
+        Arc::new(leader.clone()),
+        IsrChangeQueue::new(tokio::time::Instant::now()),
+    );
+    tree.suspend(session);
+    let write = tokio::spawn(async move { w.try_propose(&shrink("t", vec![1, 2], 0)).await });
+    // Ten seconds cut off, far past the old 600 ms: the write is still waiting.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(!write.is_finished());
+    tree.resume(session);
+    let result = write.await??;
+    assert_eq!(result, IsrResult::Committed { partition_epoch: 1 });
+    assert_eq!(stored(&admin, "t").await?.1, 1);
+
+    // Cut off again, and the session expires meanwhile: the outcome is unknown.
+    let w = ZkIsrWriter::new(
+        Arc::new(leader.clone()),
+        IsrChangeQueue::new(tokio::time::Instant::now()),
+    );
+    let session = leader.session_id();
+    tree.suspend(session);
+    let write = tokio::spawn(async move { w.try_propose(&shrink("t", vec![1], 1)).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    tree.expire(session);
+    assert!(write.await?.is_err(), "the session ended: outcome unknown");
+    assert_eq!(stored(&admin, "t").await?.1, 1, "nothing written");
     Ok(())
 }

@@ -639,3 +639,28 @@ async fn broker_channel_retries_the_same_item_until_it_succeeds() {
     .await;
     assert!(c.channel.attempts() >= before + 3);
 }
+
+/// Found by the real-core simulation in `ha-tests` (`Liveness`): a controller whose session
+/// expired campaigns on its new session; if that session loses its connection before the
+/// campaign's reads, the event used to fail with `ConnectionLoss` and be dropped — the
+/// controller never watched `/controller` again and the cluster had no controller. Its store
+/// operations now wait for the connection, as Kafka's `ZooKeeperClient` requests do.
+#[tokio::test]
+async fn k6_controller_campaigns_on_its_new_session_after_a_disconnection() {
+    let c = Cluster::start(&[1]).await;
+    assert_eq!(c.wait_controller().await, 1);
+    let session = &c.brokers[&1].session;
+    let old = session.session_id();
+    c.tree.expire(old);
+    let new = session.session_id();
+    assert_ne!(old, new, "the client opened a new session");
+    // Cut off before the controller can act on the new session.
+    c.tree.suspend(new);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(c.brokers[&1].handle.status().active_epoch, None);
+    c.tree.resume(new);
+    wait_for("controller 1 campaigns on its new session", || async {
+        c.brokers[&1].handle.status().active_epoch == Some(2)
+    })
+    .await;
+}

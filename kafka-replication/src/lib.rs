@@ -116,7 +116,7 @@
 //! assert!(p.maybe_shrink_isr(30_001));
 //! let proposal = p.poll_isr_proposal().expect("a proposal");
 //! assert_eq!(proposal.proposed.isr, vec![1]);
-//! p.on_isr_result(store.propose_now(&proposal));
+//! p.on_isr_result(&proposal, store.propose_now(&proposal));
 //! assert_eq!(p.isr(), &[1]);
 //! assert_eq!(p.partition_epoch(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

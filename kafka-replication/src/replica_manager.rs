@@ -542,12 +542,14 @@ impl<L: LogStorage> ReplicaManager<L> {
         }
     }
 
-    /// The store's answer to an [`ReplicaAction::AlterIsr`] for `tp`.
-    pub fn on_isr_result(&mut self, tp: &TopicPartition, result: IsrResult) {
+    /// The store's answer to the [`ReplicaAction::AlterIsr`] `proposal` (ignored if the
+    /// partition has moved on to another proposal or leadership since).
+    pub fn on_isr_result(&mut self, proposal: &IsrProposal, result: IsrResult) {
+        let tp = &proposal.topic_partition;
         let advanced = self
             .partitions
             .get_mut(tp)
-            .is_some_and(|p| p.on_isr_result(result));
+            .is_some_and(|p| p.on_isr_result(proposal, result));
         if advanced {
             self.fetch_purgatory_wake(tp);
         }
@@ -569,6 +571,7 @@ impl<L: LogStorage> ReplicaManager<L> {
         if now_ms >= self.next_isr_check_ms {
             self.next_isr_check_ms = now_ms + self.config.isr_check_interval_ms().max(1);
             for p in self.partitions.values_mut() {
+                p.retry_unknown_isr_proposal();
                 p.maybe_shrink_isr(now_ms);
             }
             self.collect_isr_proposals();

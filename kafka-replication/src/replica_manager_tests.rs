@@ -453,7 +453,7 @@ mod produce {
         };
         let result = store.propose_now(&proposal);
         assert!(matches!(result, IsrResult::Committed { .. }));
-        m.on_isr_result(&tp(0), result);
+        m.on_isr_result(&proposal, result);
         assert_eq!(
             produce_answer(&mut m),
             Some((ErrorCode::NotEnoughReplicasAfterAppend.code(), 0))

@@ -209,7 +209,7 @@ impl Sim {
         };
         let result = self.store.propose_now(&proposal);
         if let Some(p) = self.up.get_mut(&proposal.proposed.leader) {
-            p.on_isr_result(result);
+            p.on_isr_result(&proposal, result);
         }
         self.observe();
     }

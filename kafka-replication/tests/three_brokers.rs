@@ -151,7 +151,7 @@ impl Cluster {
             for p in proposals {
                 let result = self.store.propose_now(&p);
                 if let Some(b) = self.brokers.get_mut(&id) {
-                    b.manager.on_isr_result(&p.topic_partition, result);
+                    b.manager.on_isr_result(&p, result);
                 }
             }
         }

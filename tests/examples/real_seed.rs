@@ -1,7 +1,8 @@
 //! Runs seeds of the Kafka simulation on the real cores and prints the counts:
 //! `cargo run --release -p ha-tests --example real_seed -- FIRST [COUNT] [BROKERS]`.
 //! `NO_FAULTS=1` turns the injected faults off (the network still loses, duplicates and
-//! reorders); `VERBOSE=1` prints every seed.
+//! reorders); `VERBOSE=1` prints every seed; `TRACE=N` keeps the last N events of a failing
+//! seed's trace (60 by default).
 
 use std::time::Instant;
 
@@ -20,6 +21,9 @@ fn main() {
         brokers,
         ..RealConfig::default()
     };
+    if let Some(n) = std::env::var("TRACE").ok().and_then(|v| v.parse().ok()) {
+        cfg.trace_capacity = n;
+    }
     if std::env::var("NO_FAULTS").is_ok() {
         cfg.faults = RealFaults {
             crash: 0.0,
@@ -27,6 +31,7 @@ fn main() {
             partition: 0.0,
             one_way: 0.0,
             session_expiry: 0.0,
+            store_isolation: 0.0,
             reassign: 0.0,
         };
     }

@@ -90,7 +90,7 @@ fn lost_isr_answer_then_conflict_keeps_the_pending_expansion_out_of_the_high_wat
     // The retried proposal conflicts.
     let answer = store.propose_now(&proposal);
     assert!(matches!(answer, IsrResult::Conflict { .. }));
-    p.on_isr_result(answer);
+    p.on_isr_result(&proposal, answer);
     // More data; replica 2 catches up, replica 3 does not.
     if let Err(e) = p.append_as_leader(record(2), -1) {
         panic!("{e}");

@@ -202,9 +202,7 @@ where
                     let writer = self.shared.isr_writer.clone();
                     let task = tokio::spawn(async move {
                         let result = writer.lock().await.propose(&proposal).await;
-                        driver.with_manager(|m, _| {
-                            m.on_isr_result(&proposal.topic_partition, result)
-                        });
+                        driver.with_manager(|m, _| m.on_isr_result(&proposal, result));
                     });
                     self.push_task(task);
                 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kafka_controller::coordination::{Coordination, CoordinationError};
+use kafka_controller::coordination::{Coordination, CoordinationError, SessionId};
 use kafka_controller::zk_data::{paths, PartitionStateZNode, ZkDataError};
 use kafka_replication::isr::{IsrProposal, IsrResult, IsrWriter, LeaderAndIsr, TopicPartition};
 use tokio::time::Instant;
@@ -95,7 +95,8 @@ pub struct ZkIsrWriter {
     coord: Arc<dyn Coordination>,
     controller_epochs: ControllerEpochs,
     changes: IsrChangeQueue,
-    connection_retries: u32,
+    /// `None`: retry until the session ends.
+    connection_retries: Option<u32>,
     retry_backoff: Duration,
 }
 
@@ -117,21 +118,26 @@ fn to_leader_and_isr(state: &PartitionStateZNode, version: i32) -> LeaderAndIsr 
 }
 
 impl ZkIsrWriter {
-    /// A writer on `coord` recording successful changes into `changes`. A write whose outcome
-    /// is unknown (connection lost) is retried 3 times, 200 ms apart.
+    /// A writer on `coord` recording successful changes into `changes`. A read or write lost
+    /// with the connection is retried every 200 ms for as long as the session lives, as
+    /// Kafka's `ZooKeeperClient` resends requests until it is connected again: a leader whose
+    /// ISR change merely waited out a disconnection must not stay stuck with it. Once the
+    /// session has expired the outcome is reported unknown; the broker registers again, and
+    /// the controller's LeaderAndIsr for the bounced broker resets the partition.
     pub fn new(coord: Arc<dyn Coordination>, changes: IsrChangeQueue) -> Self {
         ZkIsrWriter {
             coord,
             controller_epochs: ControllerEpochs::new(),
             changes,
-            connection_retries: 3,
+            connection_retries: None,
             retry_backoff: Duration::from_millis(200),
         }
     }
 
-    /// Sets how often and how far apart a write lost with the connection is retried.
+    /// Bounds the retries of a read or write lost with the connection to `retries`, `backoff`
+    /// apart (still never past the end of the session).
     pub fn with_retries(mut self, retries: u32, backoff: Duration) -> Self {
-        self.connection_retries = retries;
+        self.connection_retries = Some(retries);
         self.retry_backoff = backoff;
         self
     }
@@ -158,8 +164,35 @@ impl ZkIsrWriter {
         &self.changes
     }
 
-    async fn read(&self, path: &str) -> Result<Option<(PartitionStateZNode, i32)>, IsrWriteError> {
-        match self.coord.get_data(path, false).await {
+    /// Whether an operation lost with the connection for the `attempt`-th time, in a try
+    /// begun on `session`, is sent again (after the backoff).
+    async fn retry_connection(&self, attempt: u32, session: SessionId) -> bool {
+        if self.coord.session_id() != session
+            || self.connection_retries.is_some_and(|n| attempt >= n)
+        {
+            return false;
+        }
+        tokio::time::sleep(self.retry_backoff).await;
+        self.coord.session_id() == session
+    }
+
+    async fn read(
+        &self,
+        path: &str,
+        session: SessionId,
+    ) -> Result<Option<(PartitionStateZNode, i32)>, IsrWriteError> {
+        let mut attempt = 0;
+        let result = loop {
+            match self.coord.get_data(path, false).await {
+                Err(CoordinationError::ConnectionLoss)
+                    if self.retry_connection(attempt, session).await =>
+                {
+                    attempt += 1;
+                }
+                other => break other,
+            }
+        };
+        match result {
             Ok((data, stat)) => {
                 let state =
                     PartitionStateZNode::from_json(&data).map_err(|error| IsrWriteError::Data {
@@ -179,7 +212,8 @@ impl ZkIsrWriter {
         let tp = &proposal.topic_partition;
         let p = &proposal.proposed;
         let path = paths::partition_state(&tp.topic, tp.partition);
-        let Some((stored, version)) = self.read(&path).await? else {
+        let session = self.coord.session_id();
+        let Some((stored, version)) = self.read(&path, session).await? else {
             return Ok(IsrResult::Conflict { current: None });
         };
         if version != p.partition_epoch
@@ -208,11 +242,12 @@ impl ZkIsrWriter {
                     }
                 }
                 Err(e) if e.is_bad_version() => {
-                    break self.after_bad_version(&path, &wanted).await?;
+                    break self.after_bad_version(&path, &wanted, session).await?;
                 }
-                Err(CoordinationError::ConnectionLoss) if attempt < self.connection_retries => {
+                Err(CoordinationError::ConnectionLoss)
+                    if self.retry_connection(attempt, session).await =>
+                {
                     attempt += 1;
-                    tokio::time::sleep(self.retry_backoff).await;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -238,8 +273,9 @@ impl ZkIsrWriter {
         &self,
         path: &str,
         wanted: &PartitionStateZNode,
+        session: SessionId,
     ) -> Result<IsrResult, IsrWriteError> {
-        match self.read(path).await? {
+        match self.read(path, session).await? {
             Some((now, version)) if &now == wanted => Ok(IsrResult::Committed {
                 partition_epoch: version,
             }),

@@ -286,12 +286,16 @@ fn watch_event(kind: WatchEventKind, path: &str) -> Option<ControllerEvent> {
 
 impl Controller {
     /// Starts broker `config.broker_id`'s controller on `coord` (this broker's session) and
-    /// `channel`; it campaigns at once. Must be called inside a tokio runtime.
+    /// `channel`; it campaigns at once. Must be called inside a tokio runtime. Its store
+    /// operations lost with the connection are sent again once connected on the same session
+    /// ([`RetryUntilConnected`](crate::coordination::RetryUntilConnected)), as Kafka's are.
     pub fn start(
         config: ControllerConfig,
         coord: Arc<dyn Coordination>,
         channel: Arc<dyn BrokerChannel>,
     ) -> ControllerHandle {
+        let coord: Arc<dyn Coordination> =
+            Arc::new(crate::coordination::RetryUntilConnected::new(coord));
         let queue = Arc::new(EventQueue::new());
         let (status, status_rx) = watch::channel(ControllerStatus::default());
         let (responses, mut responses_rx) = mpsc::unbounded_channel();

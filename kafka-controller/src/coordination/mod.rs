@@ -64,6 +64,7 @@ pub mod conformance;
 mod error;
 mod memory;
 pub mod path;
+mod retry;
 mod service;
 mod types;
 #[cfg(feature = "zookeeper")]
@@ -71,6 +72,7 @@ mod zookeeper;
 
 pub use error::CoordinationError;
 pub use memory::{MemoryCoordination, MemoryTree, TreeChange, ZnodeTree};
+pub use retry::RetryUntilConnected;
 pub use service::Coordination;
 pub use types::{
     CoordinationEvent, CreateMode, EventStream, Op, OpResult, SessionEvent, SessionId,

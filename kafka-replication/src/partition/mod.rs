@@ -190,6 +190,9 @@ pub enum AckCheck {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PendingIsr {
     proposed: Vec<BrokerId>,
+    /// The writer could not tell whether the proposal landed (the store was unreachable,
+    /// the session ended, its state did not decode): send it again.
+    unknown: bool,
 }
 
 /// Switches that restore the 0.8 design, for regression tests and simulations that show what
@@ -395,15 +398,62 @@ impl<L: LogStorage> Partition<L> {
         }
     }
 
+    /// Sends again a pending proposal whose outcome is unknown: the same compare-and-set on
+    /// the same partition epoch either lands, or finds that it had landed (the stored state
+    /// equals it), or meets the state that moved on — each an answer that ends the wait, as
+    /// Kafka's `AlterIsrManager` resends until it hears back. Without this a leader whose
+    /// write was cut off would keep its pending change until a LeaderAndIsr with a newer
+    /// leader epoch, which may never come, and the ISR would never grow back.
+    pub fn retry_unknown_isr_proposal(&mut self) {
+        if !self.is_leader() || self.outbox.is_some() {
+            return;
+        }
+        let Some(pending) = self.pending.as_mut().filter(|p| p.unknown) else {
+            return;
+        };
+        pending.unknown = false;
+        self.outbox = Some(IsrProposal {
+            topic_partition: self.tp.clone(),
+            proposed: LeaderAndIsr {
+                leader: self.local,
+                leader_epoch: self.leader_epoch,
+                isr: pending.proposed.clone(),
+                partition_epoch: self.partition_epoch,
+            },
+        });
+    }
+
     /// The next ISR change to send to the [`IsrWriter`](crate::isr::IsrWriter), once.
     pub fn poll_isr_proposal(&mut self) -> Option<IsrProposal> {
         self.outbox.take()
     }
 
-    /// Applies the store's answer to the pending proposal. On a conflict the state the store
-    /// holds is adopted if it is still our leadership (re-read, then retry on the next check).
-    /// Returns whether the HW advanced.
-    pub fn on_isr_result(&mut self, result: IsrResult) -> bool {
+    /// Applies the store's answer to `proposal`, if that is the pending proposal (the same
+    /// ISR, leader epoch and partition epoch): the answer to an earlier proposal — one sent
+    /// before a LeaderAndIsr replaced the leadership, whose write was slow — says nothing
+    /// about the current one and is ignored. Applying it would take the state it read for the
+    /// outcome of the current proposal, and a pending expansion that then lands would be
+    /// forgotten: the HW would pass a replica the store counts in the ISR. On a conflict the
+    /// state the store holds is adopted if it is still our leadership (re-read, then retry on
+    /// the next check). Returns whether the HW advanced.
+    pub fn on_isr_result(&mut self, proposal: &IsrProposal, result: IsrResult) -> bool {
+        let answers_pending = self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.proposed == proposal.proposed.isr)
+            && proposal.proposed.leader == self.local
+            && proposal.proposed.leader_epoch == self.leader_epoch
+            && proposal.proposed.partition_epoch == self.partition_epoch;
+        if !answers_pending {
+            tracing::debug!(
+                topic = %self.tp.topic,
+                partition = self.tp.partition,
+                leader_epoch = self.leader_epoch,
+                ?proposal,
+                "answer to an earlier ISR proposal ignored"
+            );
+            return false;
+        }
         let Some(pending) = self.pending.take() else {
             return false;
         };
@@ -439,8 +489,13 @@ impl<L: LogStorage> Partition<L> {
                     // store holds: keep the maximal ISR until the next LeaderAndIsr says what
                     // the state is, as Kafka does on FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION.
                     // Dropping it would let the HW pass a replica the store counts as in sync.
-                    _ => {
-                        self.pending = Some(pending);
+                    // Without a current state the outcome is unknown: the proposal is sent
+                    // again ([`Partition::retry_unknown_isr_proposal`]).
+                    current => {
+                        self.pending = Some(PendingIsr {
+                            unknown: current.is_none(),
+                            ..pending
+                        });
                         return false;
                     }
                 }
@@ -459,7 +514,10 @@ impl<L: LogStorage> Partition<L> {
                 partition_epoch: self.partition_epoch,
             },
         };
-        self.pending = Some(PendingIsr { proposed: isr });
+        self.pending = Some(PendingIsr {
+            proposed: isr,
+            unknown: false,
+        });
         self.outbox = Some(proposal);
     }
 

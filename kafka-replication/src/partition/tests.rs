@@ -47,7 +47,7 @@ fn commit_isr(p: &mut Partition<MemoryLog>, store: &mut MemoryIsrWriter) -> bool
     match p.poll_isr_proposal() {
         Some(proposal) => {
             let r = store.propose_now(&proposal);
-            p.on_isr_result(r);
+            p.on_isr_result(&proposal, r);
             true
         }
         None => false,
@@ -494,4 +494,99 @@ mod props {
             run(&steps, true);
         }
     }
+}
+
+/// A leader whose follower 3 lags proposes the shrink to [1, 2].
+fn leader_proposing_shrink() -> (Partition<MemoryLog>, IsrProposal) {
+    let config = PartitionConfig {
+        replica_lag_time_max_ms: 30_000,
+        min_insync_replicas: 1,
+    };
+    let mut p = leader(config);
+    unwrap(p.append_as_leader(batch(1), 1));
+    follower_fetch(&mut p, 1_000, 2, 1);
+    follower_fetch(&mut p, 1_000, 3, 1);
+    unwrap(p.append_as_leader(batch(1), 1));
+    follower_fetch(&mut p, 20_000, 2, 2);
+    assert!(p.maybe_shrink_isr(31_001));
+    let Some(proposal) = p.poll_isr_proposal() else {
+        panic!("no proposal")
+    };
+    assert_eq!(proposal.proposed.isr, vec![1, 2]);
+    (p, proposal)
+}
+
+/// Found by the real-core simulation (`ha-tests`, `StrongIsr`): a shrink's write was slow; a
+/// LeaderAndIsr of a newer epoch replaced the leadership, and the leader proposed an
+/// expansion; the old write's answer — the state it read — arrived first and was taken as
+/// the expansion's outcome, so when the expansion landed the leader no longer counted the new
+/// member and its HW passed it. An answer now only settles the proposal it answers.
+#[test]
+fn k8_2_answer_to_an_earlier_isr_proposal_is_ignored() {
+    let (mut p, old) = leader_proposing_shrink();
+    // The controller moves the leadership on: epoch 1, ISR [1, 2], partition epoch 3.
+    let mut s = state(1, 1, &[1, 2]);
+    s.partition_epoch = 3;
+    unwrap(p.make_leader(31_002, &s));
+    assert_eq!(p.pending_isr(), None);
+    // Follower 3 catches up from the new epoch's start: expansion to [1, 2, 3].
+    follower_fetch(&mut p, 31_003, 3, 2);
+    let Some(expansion) = p.poll_isr_proposal() else {
+        panic!("no expansion")
+    };
+    assert_eq!(expansion.proposed.isr, vec![1, 2, 3]);
+    // The old shrink's answer: a conflict with the state the store holds now.
+    let stale = IsrResult::Conflict {
+        current: Some(LeaderAndIsr {
+            leader: 1,
+            leader_epoch: 1,
+            isr: vec![1, 2],
+            partition_epoch: 3,
+        }),
+    };
+    assert!(!p.on_isr_result(&old, stale));
+    assert_eq!(
+        p.pending_isr(),
+        Some(&[1, 2, 3][..]),
+        "the expansion is still pending"
+    );
+    assert_eq!(p.maximal_isr(), vec![1, 2, 3]);
+    // The expansion's own answer settles it.
+    p.on_isr_result(&expansion, IsrResult::Committed { partition_epoch: 4 });
+    assert_eq!(p.isr(), &[1, 2, 3]);
+    assert_eq!(p.partition_epoch(), 4);
+}
+
+/// Found by the real-core simulation (`Liveness`): a proposal whose outcome the writer could
+/// not tell (`Conflict` without a state: the store was unreachable until the session ended)
+/// used to stay pending until a LeaderAndIsr of a newer leader epoch, which a leader that
+/// keeps its leadership never gets; its ISR then never changed again. It is now sent again
+/// at the next ISR check, and the store's answer settles it.
+#[test]
+fn k8_2_isr_proposal_with_an_unknown_outcome_is_sent_again() {
+    let mut store = MemoryIsrWriter::new();
+    store.set(
+        tp(),
+        LeaderAndIsr {
+            leader: 1,
+            leader_epoch: 0,
+            isr: vec![1, 2, 3],
+            partition_epoch: 0,
+        },
+    );
+    let (mut p, proposal) = leader_proposing_shrink();
+    assert!(!p.on_isr_result(&proposal, IsrResult::Conflict { current: None }));
+    assert_eq!(p.pending_isr(), Some(&[1, 2][..]));
+    assert!(p.poll_isr_proposal().is_none(), "not at once");
+    p.retry_unknown_isr_proposal();
+    let Some(again) = p.poll_isr_proposal() else {
+        panic!("the proposal is not sent again")
+    };
+    assert_eq!(again, proposal);
+    p.retry_unknown_isr_proposal();
+    assert!(p.poll_isr_proposal().is_none(), "once per unknown outcome");
+    let answer = store.propose_now(&again);
+    p.on_isr_result(&again, answer);
+    assert_eq!(p.isr(), &[1, 2]);
+    assert_eq!(p.partition_epoch(), 1);
 }

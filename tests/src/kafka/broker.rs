@@ -268,7 +268,7 @@ impl Broker {
                     .is_some_and(|(sent, _)| *sent == proposal)
                 {
                     self.isr_in_flight = None;
-                    p.on_isr_result(result);
+                    p.on_isr_result(&proposal, result);
                     self.after_leader_event(now, out);
                 }
             }

@@ -13,7 +13,7 @@ use ha_examples::glue::{IsrChangeQueue, ZkIsrWriter};
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
 use kafka_controller::coordination::{Coordination, MemoryCoordination, MemoryTree, SessionId};
 use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, TopicPartitionEntry};
-use kafka_replication::isr::{BrokerId, IsrResult, TopicPartition};
+use kafka_replication::isr::{BrokerId, IsrProposal, IsrResult, TopicPartition};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::replica_fetcher::{FetcherConfig, FetcherRequest, ReplicaFetcher};
 use kafka_replication::replica_manager::{
@@ -56,8 +56,8 @@ pub struct Process {
     pub rm: ReplicaManager<MemoryLog>,
     fetchers: BTreeMap<BrokerId, Fetcher>,
     isr_writer: Arc<ZkIsrWriter>,
-    isr_tx: mpsc::UnboundedSender<(TopicPartition, IsrResult)>,
-    isr_rx: mpsc::UnboundedReceiver<(TopicPartition, IsrResult)>,
+    isr_tx: mpsc::UnboundedSender<(IsrProposal, IsrResult)>,
+    isr_rx: mpsc::UnboundedReceiver<(IsrProposal, IsrResult)>,
     registration: Arc<Mutex<Option<(SessionId, i64)>>>,
     registering: Arc<Mutex<bool>>,
     broker_epoch: i64,
@@ -206,13 +206,12 @@ impl SimBroker {
         if let Some(hook) = cfg.brokers_ignore_epochs {
             hook(&mut rm);
         }
-        let isr_writer = Arc::new(
-            ZkIsrWriter::new(
-                broker_coord.clone(),
-                IsrChangeQueue::new(tokio::time::Instant::now()),
-            )
-            .with_retries(0, Duration::from_millis(1)),
-        );
+        // Kafka's defaults: a write lost with the connection is resent while the session
+        // lives.
+        let isr_writer = Arc::new(ZkIsrWriter::new(
+            broker_coord.clone(),
+            IsrChangeQueue::new(tokio::time::Instant::now()),
+        ));
         let (isr_tx, isr_rx) = mpsc::unbounded_channel();
         self.process = Some(Process {
             life,
@@ -316,8 +315,8 @@ impl SimBroker {
             });
         }
         drop(registering);
-        while let Ok((tp, result)) = p.isr_rx.try_recv() {
-            p.rm.on_isr_result(&tp, result);
+        while let Ok((proposal, result)) = p.isr_rx.try_recv() {
+            p.rm.on_isr_result(&proposal, result);
         }
         p.rm.tick(now);
         if p.checkpointing && now >= p.last_checkpoint + 100 {
@@ -373,7 +372,7 @@ impl SimBroker {
                             };
                             let _ = zk.create_isr_change_notification(vec![entry]).await;
                         }
-                        let _ = tx.send((tp, result));
+                        let _ = tx.send((proposal, result));
                     });
                 }
                 ReplicaAction::ProduceResponse {

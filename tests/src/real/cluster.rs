@@ -63,6 +63,8 @@ pub struct RealFaultCounts {
     pub one_way: u64,
     /// Forced session expiries.
     pub session_expiry: u64,
+    /// Cuts between a broker and the coordination store.
+    pub store_isolation: u64,
     /// Partition reassignments requested.
     pub reassign: u64,
     /// Of those, reassignments the controller completed (it deleted the request).
@@ -78,6 +80,7 @@ impl RealFaultCounts {
         self.partition += o.partition;
         self.one_way += o.one_way;
         self.session_expiry += o.session_expiry;
+        self.store_isolation += o.store_isolation;
         self.reassign += o.reassign;
         self.reassign_completed += o.reassign_completed;
     }
@@ -133,6 +136,8 @@ pub struct RealCluster {
     next_control: u64,
     audit: Arc<Mutex<Vec<StaleWrite>>>,
     restart_at: BTreeMap<BrokerId, u64>,
+    isolated: BTreeMap<BrokerId, u64>,
+    isolation_expiry: Vec<(u64, BrokerId)>,
     expire_at: Vec<(u64, SessionId)>,
     heal_at: Option<u64>,
     checkers: BTreeMap<i32, Checker>,
@@ -261,6 +266,8 @@ impl RealCluster {
             next_control: 0,
             audit,
             restart_at: BTreeMap::new(),
+            isolated: BTreeMap::new(),
+            isolation_expiry: Vec::new(),
             expire_at: Vec::new(),
             heal_at: None,
             checkers: (0..cfg.partitions)
@@ -522,6 +529,20 @@ impl RealCluster {
                 self.note(|| format!("FAULT one-way {from} -> {to} until {until}"));
             }
         }
+        if self.rng.random_bool(f.store_isolation) {
+            let up = self.up_brokers();
+            let controller = self.active_controller();
+            let pick = match controller {
+                Some(c) if self.rng.random_bool(0.5) && up.contains(&c) => Some(c),
+                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
+                _ => None,
+            };
+            let until = now + self.rng.random_range(100..800);
+            if let Some(id) = pick.filter(|id| self.isolate(*id, until)) {
+                self.faults.store_isolation += 1;
+                self.note(|| format!("FAULT broker {id} cut from the store until {until}"));
+            }
+        }
         if self.rng.random_bool(f.session_expiry) {
             let up = self.up_brokers();
             let controller = self.active_controller();
@@ -536,6 +557,34 @@ impl RealCluster {
                 self.note(|| format!("FAULT session of broker {pick:?} expired"));
             }
         }
+    }
+
+    /// Cuts broker `id` (up, not yet cut) from the coordination store until `until`.
+    fn isolate(&mut self, id: BrokerId, until: u64) -> bool {
+        if self.isolated.contains_key(&id) {
+            return false;
+        }
+        let Some(session) = self.brokers.get(&id).and_then(SimBroker::session) else {
+            return false;
+        };
+        if !self.tree.suspend(session) {
+            return false;
+        }
+        self.isolated.insert(id, until);
+        if until > self.now + self.cfg.session_timeout_ms {
+            self.isolation_expiry
+                .push((self.now + self.cfg.session_timeout_ms, id));
+        }
+        true
+    }
+
+    /// Ends the store cut of `id`.
+    fn reconnect(&mut self, id: BrokerId) {
+        self.isolated.remove(&id);
+        if let Some(session) = self.brokers.get(&id).and_then(SimBroker::session) {
+            self.tree.resume(session);
+        }
+        self.note(|| format!("broker {id} reaches the store again"));
     }
 
     /// K7: an administrator asks to move a partition onto a random set of brokers (when none
@@ -589,6 +638,9 @@ impl RealCluster {
         for t in self.restart_at.values_mut() {
             *t = (*t).min(self.now);
         }
+        for t in self.isolated.values_mut() {
+            *t = (*t).min(self.now);
+        }
     }
 
     fn timed_events(&mut self) {
@@ -608,6 +660,36 @@ impl RealCluster {
         for s in due {
             let ok = self.tree.expire(s);
             self.note(|| format!("expire session {s}: {ok}"));
+        }
+        // A cut longer than the session: the store expires it; the broker, still cut, learns
+        // of it only when it reconnects (its new session stays disconnected until then).
+        let due: Vec<BrokerId> = self
+            .isolation_expiry
+            .iter()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, id)| *id)
+            .collect();
+        self.isolation_expiry.retain(|(t, _)| *t > now);
+        for id in due {
+            if !self.isolated.contains_key(&id) {
+                continue;
+            }
+            if let Some(session) = self.brokers.get(&id).and_then(SimBroker::session) {
+                let expired = self.tree.expire(session);
+                if let Some(new) = self.brokers.get(&id).and_then(SimBroker::session) {
+                    self.tree.suspend(new);
+                }
+                self.note(|| format!("expire session {session} of cut broker {id}: {expired}"));
+            }
+        }
+        let healed: Vec<BrokerId> = self
+            .isolated
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in healed {
+            self.reconnect(id);
         }
         let restart: Vec<BrokerId> = self
             .restart_at
@@ -1011,13 +1093,21 @@ fn run_once(
     })
 }
 
-/// Runs one seed; a failure is replayed with the trace on.
+/// Runs one seed; a failure is replayed with the trace on (`SIM_TRACE=N`: its last N events).
 pub fn run_seed(seed: u64, cfg: RealConfig) -> (RealStats, Option<Failure>) {
     let (stats, result, _, _, _) = run_once(seed, cfg, false);
     if result.is_ok() {
         return (stats, None);
     }
-    let (_, replay, step, now, trace) = run_once(seed, cfg, true);
+    // `SIM_TRACE=N` keeps the last N events of the replay instead of `cfg.trace_capacity`.
+    let traced = RealConfig {
+        trace_capacity: std::env::var("SIM_TRACE")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(cfg.trace_capacity),
+        ..cfg
+    };
+    let (_, replay, step, now, trace) = run_once(seed, traced, true);
     let violation = match replay {
         Err(v) => v,
         Ok(()) => Violation {
@@ -1071,7 +1161,7 @@ impl std::fmt::Display for RealSummary {
         write!(
             f,
             "[{}] seeds {} steps {} | faults: crash {} pause {} (controller {}) partition {} \
-             one-way {} session-expiry {} reassign {} (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
+             one-way {} session-expiry {} store-cut {} reassign {} (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
              | acked {} consumed {} controller epochs {} stale requests refused {} | violations {}",
             self.name,
             self.seeds,
@@ -1082,6 +1172,7 @@ impl std::fmt::Display for RealSummary {
             fl.partition,
             fl.one_way,
             fl.session_expiry,
+            fl.store_isolation,
             fl.reassign,
             fl.reassign_completed,
             n.lost,

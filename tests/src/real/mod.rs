@@ -105,6 +105,10 @@ pub struct RealFaults {
     pub one_way: f64,
     /// A broker's coordination session expires (half the time the controller's).
     pub session_expiry: f64,
+    /// A broker loses its connection to the coordination store (half the time the
+    /// controller) but not to its peers; past the session timeout its session expires, and it
+    /// reconnects only when the cut heals.
+    pub store_isolation: f64,
     /// An administrator asks to move a partition to other brokers (K7; only when there are
     /// more brokers than replicas).
     pub reassign: f64,
@@ -118,6 +122,7 @@ impl Default for RealFaults {
             partition: 0.003,
             one_way: 0.002,
             session_expiry: 0.002,
+            store_isolation: 0.002,
             reassign: 0.002,
         }
     }
