@@ -85,6 +85,52 @@ pub enum ReplicaAction {
     },
 }
 
+/// One partition a StopReplica request names (K2.1), whatever the request's layout: v0
+/// lists partitions, v1–v2 group them by topic, v3+ (KIP-570) adds a leader epoch and a
+/// delete flag per partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopReplicaTarget {
+    /// The partition.
+    pub topic_partition: TopicPartition,
+    /// The leader epoch the controller stops it at (-2: no check, before v3).
+    pub leader_epoch: i32,
+    /// Whether its log is deleted.
+    pub delete: bool,
+}
+
+/// The partitions of a StopReplica request, in request order.
+pub fn stop_replica_targets(
+    request: &kafka_wire::messages::StopReplicaRequest,
+) -> Vec<StopReplicaTarget> {
+    let mut targets = Vec::new();
+    for p in &request.ungrouped_partitions {
+        targets.push(StopReplicaTarget {
+            topic_partition: TopicPartition::new(p.topic_name.to_string(), p.partition_index),
+            leader_epoch: -2,
+            delete: request.delete_partitions,
+        });
+    }
+    for t in &request.topics {
+        for i in t.partition_indexes.iter() {
+            targets.push(StopReplicaTarget {
+                topic_partition: TopicPartition::new(t.name.to_string(), *i),
+                leader_epoch: -2,
+                delete: request.delete_partitions,
+            });
+        }
+    }
+    for t in &request.topic_states {
+        for p in &t.partition_states {
+            targets.push(StopReplicaTarget {
+                topic_partition: TopicPartition::new(t.topic_name.to_string(), p.partition_index),
+                leader_epoch: p.leader_epoch,
+                delete: p.delete_partition,
+            });
+        }
+    }
+    targets
+}
+
 /// What [`ReplicaManager::fetch`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FetchOutcome {

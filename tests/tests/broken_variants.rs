@@ -6,8 +6,9 @@
 use ha_tests::kafka::check::Invariant;
 use ha_tests::kafka::{Broken, KafkaConfig};
 use ha_tests::runner::run_seeds;
-use kafka_replication::log::MemoryLog;
-use kafka_replication::partition::{Legacy, Partition};
+
+mod legacy;
+use legacy::{offset_for_leader_epoch_v0, truncate_to_high_watermark};
 
 /// Runs seeds from 0 until the first violation; asserts one is found within `max_seeds` and
 /// that it breaks one of `expected`.
@@ -26,20 +27,6 @@ fn caught_within(name: &str, cfg: KafkaConfig, max_seeds: u64, expected: &[Invar
     // The printed seed replays the same failure.
     let (_, again) = ha_tests::kafka::cluster::run_seed(f.seed, cfg);
     assert_eq!(again.map(|a| a.violation), Some(f.violation.clone()));
-}
-
-fn truncate_to_high_watermark(p: &mut Partition<MemoryLog>) {
-    p.set_legacy(Legacy {
-        truncate_to_high_watermark: true,
-        ..Legacy::default()
-    });
-}
-
-fn offset_for_leader_epoch_v0(p: &mut Partition<MemoryLog>) {
-    p.set_legacy(Legacy {
-        offset_for_leader_epoch_v0: true,
-        ..Legacy::default()
-    });
 }
 
 #[test]

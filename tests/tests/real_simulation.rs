@@ -11,8 +11,9 @@ use ha_tests::kafka::check::Invariant;
 use ha_tests::real::cluster::{run_seed, run_seeds, RealSummary};
 use ha_tests::real::{RealConfig, StoreBreakage};
 use ha_tests::runner::seed_range_from_env;
-use kafka_replication::log::MemoryLog;
-use kafka_replication::partition::{Legacy, Partition};
+
+mod legacy;
+use legacy::{offset_for_leader_epoch_v0, truncate_to_high_watermark};
 
 fn no_violation(name: &str, cfg: RealConfig, default_seeds: u64) -> RealSummary {
     let t = Instant::now();
@@ -88,13 +89,6 @@ fn kafka_6082_store_without_controller_epoch_check_is_caught() {
         f.violation.invariant,
         ha_tests::kafka::check::Invariant::StaleControllerWrite
     );
-}
-
-fn truncate_to_high_watermark(p: &mut Partition<MemoryLog>) {
-    p.set_legacy(Legacy {
-        truncate_to_high_watermark: true,
-        ..Legacy::default()
-    });
 }
 
 /// KIP-101 on the real replica manager and fetchers: truncating to the high watermark on
@@ -231,13 +225,6 @@ fn k4_brokers_ignoring_controller_leader_and_broker_epochs_are_caught_on_the_rea
             Invariant::LogsDiverge,
         ],
     );
-}
-
-fn offset_for_leader_epoch_v0(p: &mut Partition<MemoryLog>) {
-    p.set_legacy(Legacy {
-        offset_for_leader_epoch_v0: true,
-        ..Legacy::default()
-    });
 }
 
 /// KIP-279 on the real replica manager and fetchers: OffsetForLeaderEpoch v0 (an end offset

@@ -17,7 +17,7 @@ use kafka_replication::isr::{BrokerId, IsrProposal, IsrResult, TopicPartition};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::replica_fetcher::{FetcherConfig, FetcherRequest, ReplicaFetcher};
 use kafka_replication::replica_manager::{
-    FetchOutcome, ProduceOutcome, ReplicaAction, ReplicaManager,
+    stop_replica_targets, FetchOutcome, ProduceOutcome, ReplicaAction, ReplicaManager,
 };
 use kafka_wire::error_code::ErrorCode;
 use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
@@ -595,45 +595,21 @@ impl SimBroker {
     }
 }
 
-/// StopReplica over every partition the request names, in every layout it has had.
+/// StopReplica over every partition the request names.
 fn stop_replica(
     rm: &mut ReplicaManager<MemoryLog>,
     req: &StopReplicaRequest,
 ) -> StopReplicaResponse {
-    let mut partitions: Vec<(String, i32, i32, bool)> = Vec::new();
-    for p in &req.ungrouped_partitions {
-        partitions.push((
-            p.topic_name.to_string(),
-            p.partition_index,
-            -2,
-            req.delete_partitions,
-        ));
-    }
-    for t in &req.topics {
-        for i in t.partition_indexes.iter() {
-            partitions.push((t.name.to_string(), *i, -2, req.delete_partitions));
-        }
-    }
-    for t in &req.topic_states {
-        for p in &t.partition_states {
-            partitions.push((
-                t.topic_name.to_string(),
-                p.partition_index,
-                p.leader_epoch,
-                p.delete_partition,
-            ));
-        }
-    }
     let mut response = StopReplicaResponse::default();
-    for (topic, partition, leader_epoch, delete) in partitions {
-        let tp = TopicPartition::new(topic.clone(), partition);
-        let code = match rm.stop_replica(req.controller_epoch, &tp, leader_epoch, delete) {
+    for t in stop_replica_targets(req) {
+        let tp = t.topic_partition;
+        let code = match rm.stop_replica(req.controller_epoch, &tp, t.leader_epoch, t.delete) {
             Ok(_) => 0,
             Err(code) => code.code(),
         };
         response.partition_errors.push(StopReplicaPartitionError {
-            topic_name: topic.into(),
-            partition_index: partition,
+            topic_name: tp.topic.into(),
+            partition_index: tp.partition,
             error_code: code,
             ..Default::default()
         });

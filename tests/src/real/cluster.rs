@@ -8,7 +8,6 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_controller::coordination::{
     Coordination, CreateMode, MemoryCoordination, MemoryTree, SessionId,
 };
@@ -20,7 +19,7 @@ use kafka_replication::isr::{BrokerId, LeaderAndIsr, TopicPartition};
 use kafka_wire::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_wire::messages::{FetchRequest, ProduceRequest};
-use kafka_wire::records::RecordBatch;
+use kafka_wire::records::RecordBatches;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -163,25 +162,6 @@ impl std::fmt::Debug for RealCluster {
 
 fn fail<T>(invariant: Invariant, detail: String) -> Result<T, Violation> {
     Err(Violation { invariant, detail })
-}
-
-/// Splits a fetch response's records into batches (stops at anything malformed).
-fn split_batches(mut records: Bytes) -> Vec<RecordBatch> {
-    let mut out = Vec::new();
-    while records.len() >= 12 {
-        let len = i32::from_be_bytes([records[8], records[9], records[10], records[11]]);
-        let Ok(len) = usize::try_from(len) else { break };
-        let total = 12 + len;
-        if records.len() < total {
-            break;
-        }
-        let b = records.split_to(total);
-        match RecordBatch::parse(b) {
-            Ok(batch) => out.push(batch),
-            Err(_) => break,
-        }
-    }
-    out
 }
 
 /// Sends `msg`, noting it in the trace.
@@ -464,6 +444,17 @@ impl RealCluster {
             .map(|(_, id)| id)
     }
 
+    /// A fault's target: half the time the active controller (a running one always is up and
+    /// not paused), else a random running broker.
+    fn pick_target(&mut self) -> Option<BrokerId> {
+        let up = self.up_brokers();
+        match self.active_controller() {
+            Some(c) if self.rng.random_bool(0.5) => Some(c),
+            _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
+            _ => None,
+        }
+    }
+
     fn inject_faults(&mut self) {
         let f = self.cfg.faults;
         let now = self.now;
@@ -482,14 +473,8 @@ impl RealCluster {
             }
         }
         if self.rng.random_bool(f.pause) {
-            let up = self.up_brokers();
             let controller = self.active_controller();
-            let pick = match controller {
-                Some(c) if self.rng.random_bool(0.5) && up.contains(&c) => Some(c),
-                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
-                _ => None,
-            };
-            if let Some(id) = pick {
+            if let Some(id) = self.pick_target() {
                 let until = now + timeout + self.rng.random_range(50..500);
                 if let Some(b) = self.brokers.get_mut(&id) {
                     if let Some(session) = b.session() {
@@ -530,13 +515,7 @@ impl RealCluster {
             }
         }
         if self.rng.random_bool(f.store_isolation) {
-            let up = self.up_brokers();
-            let controller = self.active_controller();
-            let pick = match controller {
-                Some(c) if self.rng.random_bool(0.5) && up.contains(&c) => Some(c),
-                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
-                _ => None,
-            };
+            let pick = self.pick_target();
             let until = now + self.rng.random_range(100..800);
             if let Some(id) = pick.filter(|id| self.isolate(*id, until)) {
                 self.faults.store_isolation += 1;
@@ -544,13 +523,7 @@ impl RealCluster {
             }
         }
         if self.rng.random_bool(f.session_expiry) {
-            let up = self.up_brokers();
-            let controller = self.active_controller();
-            let pick = match controller {
-                Some(c) if self.rng.random_bool(0.5) => Some(c),
-                _ if !up.is_empty() => Some(up[self.rng.random_range(0..up.len())]),
-                _ => None,
-            };
+            let pick = self.pick_target();
             if let Some(session) = pick.and_then(|id| self.brokers.get(&id)?.session()) {
                 self.tree.expire(session);
                 self.faults.session_expiry += 1;
@@ -906,7 +879,8 @@ impl RealCluster {
                     let Some(records) = d.records.clone() else {
                         continue;
                     };
-                    for b in split_batches(records) {
+                    // Whole batches, up to anything malformed.
+                    for b in RecordBatches::new(records).map_while(Result::ok) {
                         let offset = self.client.consumer_offset.get(&p).copied().unwrap_or(0);
                         if b.base_offset() == offset {
                             if let Some(c) = self.checkers.get_mut(&p) {

@@ -12,6 +12,7 @@ use kafka_controller::election::ControlledShutdownError;
 use kafka_replication::isr::{IsrWriter, TopicPartition};
 use kafka_replication::log::LogStorage;
 use kafka_replication::replica_fetcher::LeaderLink;
+use kafka_replication::replica_manager::stop_replica_targets;
 use kafka_wire::error_code::ErrorCode;
 use kafka_wire::messages::controlled_shutdown_response::RemainingPartition;
 use kafka_wire::messages::leader_and_isr_response::{
@@ -217,31 +218,7 @@ where
     /// asked, drops the partition (its log is dropped with it). KIP-380: from a stale broker
     /// epoch it gets STALE_BROKER_EPOCH for every partition and changes nothing.
     pub fn stop_replica(&self, request: &StopReplicaRequest) -> StopReplicaResponse {
-        // (topic, partition, leader epoch, delete)
-        let mut partitions: Vec<(String, i32, i32, bool)> = Vec::new();
-        for p in &request.ungrouped_partitions {
-            partitions.push((
-                p.topic_name.to_string(),
-                p.partition_index,
-                -2,
-                request.delete_partitions,
-            ));
-        }
-        for t in &request.topics {
-            for i in t.partition_indexes.iter() {
-                partitions.push((t.name.to_string(), *i, -2, request.delete_partitions));
-            }
-        }
-        for t in &request.topic_states {
-            for p in &t.partition_states {
-                partitions.push((
-                    t.topic_name.to_string(),
-                    p.partition_index,
-                    p.leader_epoch,
-                    p.delete_partition,
-                ));
-            }
-        }
+        let partitions = stop_replica_targets(request);
         if self.is_broker_epoch_stale(request.broker_epoch) {
             tracing::info!(
                 broker = self.broker,
@@ -254,9 +231,9 @@ where
                 error_code: code,
                 partition_errors: partitions
                     .into_iter()
-                    .map(|(topic, partition, _, _)| StopReplicaPartitionError {
-                        topic_name: topic.into(),
-                        partition_index: partition,
+                    .map(|t| StopReplicaPartitionError {
+                        topic_name: t.topic_partition.topic.into(),
+                        partition_index: t.topic_partition.partition,
                         error_code: code,
                         ..Default::default()
                     })
@@ -272,21 +249,22 @@ where
                 };
             }
             let mut response = StopReplicaResponse::default();
-            for (topic, partition, epoch, delete) in partitions {
-                let tp = TopicPartition::new(topic.clone(), partition);
-                let code = match m.stop_replica(request.controller_epoch, &tp, epoch, delete) {
-                    Ok(_) => {
-                        self.producers().forget(&tp);
-                        if let Some(listener) = &self.leadership {
-                            listener.not_leading(&tp);
+            for t in partitions {
+                let tp = t.topic_partition;
+                let code =
+                    match m.stop_replica(request.controller_epoch, &tp, t.leader_epoch, t.delete) {
+                        Ok(_) => {
+                            self.producers().forget(&tp);
+                            if let Some(listener) = &self.leadership {
+                                listener.not_leading(&tp);
+                            }
+                            ErrorCode::None.code()
                         }
-                        ErrorCode::None.code()
-                    }
-                    Err(code) => code.code(),
-                };
+                        Err(code) => code.code(),
+                    };
                 response.partition_errors.push(StopReplicaPartitionError {
-                    topic_name: topic.into(),
-                    partition_index: partition,
+                    topic_name: tp.topic.into(),
+                    partition_index: tp.partition,
                     error_code: code,
                     ..Default::default()
                 });
