@@ -229,3 +229,72 @@ pub fn seed_range_from_env(default: u64) -> Range<u64> {
         None => 0..seeds_from_env(default),
     }
 }
+
+/// What every scenario's summary tells: how many seeds ran, how many broke an invariant, and
+/// the first failure (seed, invariant and trace), for [`expect_no_violation`].
+pub trait SeedSummary: std::fmt::Display {
+    /// Seeds run.
+    fn seeds(&self) -> u64;
+    /// Seeds that violated an invariant.
+    fn violations(&self) -> u64;
+    /// The first failure, printed.
+    fn first_failure(&self) -> Option<String>;
+}
+
+impl SeedSummary for Summary {
+    fn seeds(&self) -> u64 {
+        self.seeds
+    }
+    fn violations(&self) -> u64 {
+        self.violations
+    }
+    fn first_failure(&self) -> Option<String> {
+        self.first_failure.as_ref().map(ToString::to_string)
+    }
+}
+
+impl SeedSummary for ZabSummary {
+    fn seeds(&self) -> u64 {
+        self.seeds
+    }
+    fn violations(&self) -> u64 {
+        self.violations
+    }
+    fn first_failure(&self) -> Option<String> {
+        self.first_failure.as_ref().map(ToString::to_string)
+    }
+}
+
+impl SeedSummary for crate::real::cluster::RealSummary {
+    fn seeds(&self) -> u64 {
+        self.seeds
+    }
+    fn violations(&self) -> u64 {
+        self.violations
+    }
+    fn first_failure(&self) -> Option<String> {
+        self.first_failure.as_ref().map(ToString::to_string)
+    }
+}
+
+/// Runs a scenario's seeds with `run`, prints the summary and the seeds per minute, and
+/// panics with the first failure if any seed broke an invariant.
+pub fn expect_no_violation<S: SeedSummary>(name: &str, run: impl FnOnce() -> S) -> S {
+    let t = std::time::Instant::now();
+    let s = run();
+    let secs = t.elapsed().as_secs_f64();
+    println!("{s}");
+    println!(
+        "[{name}] {:.1} s, {:.0} seeds/minute",
+        secs,
+        s.seeds() as f64 * 60.0 / secs.max(1e-9)
+    );
+    if let Some(f) = s.first_failure() {
+        panic!(
+            "{} of {} seeds violated an invariant; first:\n{f}",
+            s.violations(),
+            s.seeds()
+        );
+    }
+    s
+}

@@ -3,28 +3,14 @@
 //! duplication and reordering — and every invariant checked after every step. `SIM_SEEDS=N`
 //! runs N seeds per scenario instead of the default.
 
-use std::time::Instant;
-
 use ha_tests::kafka::cluster::run_seed;
 use ha_tests::kafka::KafkaConfig;
-use ha_tests::runner::{run_seeds, seed_range_from_env, Summary};
+use ha_tests::runner::{expect_no_violation, run_seeds, seed_range_from_env, Summary};
 
 fn no_violation(name: &str, cfg: KafkaConfig, default_seeds: u64) -> Summary {
-    let t = Instant::now();
-    let s = run_seeds(name, cfg, seed_range_from_env(default_seeds), false);
-    let secs = t.elapsed().as_secs_f64();
-    println!("{s}");
-    println!(
-        "[{name}] {:.1} s, {:.0} seeds/minute",
-        secs,
-        s.seeds as f64 * 60.0 / secs.max(1e-9)
-    );
-    if let Some(f) = &s.first_failure {
-        panic!(
-            "{} of {} seeds violated an invariant; first:\n{f}",
-            s.violations, s.seeds
-        );
-    }
+    let s = expect_no_violation(name, || {
+        run_seeds(name, cfg, seed_range_from_env(default_seeds), false)
+    });
     assert!(s.acked > 0 && s.consumed > 0);
     s
 }

@@ -4,28 +4,14 @@
 //! loss, duplication, reordering and long delays. Z1, Z5, committed-transaction survival and
 //! liveness are checked as the run goes. `SIM_SEEDS=N` runs N seeds per scenario.
 
-use std::time::Instant;
-
-use ha_tests::runner::{run_zab_seeds, seed_range_from_env, ZabSummary};
+use ha_tests::runner::{expect_no_violation, run_zab_seeds, seed_range_from_env, ZabSummary};
 use ha_tests::zab::ensemble::run_seed;
 use ha_tests::zab::ZabConfig;
 
 fn no_violation(name: &str, cfg: impl Fn(u64) -> ZabConfig, default_seeds: u64) -> ZabSummary {
-    let t = Instant::now();
-    let s = run_zab_seeds(name, cfg, seed_range_from_env(default_seeds), false);
-    let secs = t.elapsed().as_secs_f64();
-    println!("{s}");
-    println!(
-        "[{name}] {:.1} s, {:.0} seeds/minute",
-        secs,
-        s.seeds as f64 * 60.0 / secs.max(1e-9)
-    );
-    if let Some(f) = &s.first_failure {
-        panic!(
-            "{} of {} seeds violated an invariant; first:\n{f}",
-            s.violations, s.seeds
-        );
-    }
+    let s = expect_no_violation(name, || {
+        run_zab_seeds(name, cfg, seed_range_from_env(default_seeds), false)
+    });
     assert!(s.epochs > 0 && s.committed > 0);
     s
 }
