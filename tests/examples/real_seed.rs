@@ -33,6 +33,7 @@ fn main() {
             session_expiry: 0.0,
             store_isolation: 0.0,
             reassign: 0.0,
+            topic_churn: 0.0,
         };
     }
     let t = Instant::now();

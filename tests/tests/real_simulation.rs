@@ -66,7 +66,7 @@ fn kafka_6082_store_without_controller_epoch_check_is_caught() {
         },
         ..RealConfig::default()
     };
-    let s = run_seeds("store ignores the controller epoch", cfg, 0..300, true);
+    let s = run_seeds("store ignores the controller epoch", cfg, 0..600, true);
     let f = s
         .first_failure
         .unwrap_or_else(|| panic!("no violation in {} seeds", s.seeds));
@@ -200,7 +200,7 @@ fn k4_brokers_ignoring_controller_leader_and_broker_epochs_are_caught_on_the_rea
     caught_within(
         "K4 ignored on the real cores",
         cfg,
-        300,
+        1_000,
         &[
             Invariant::EpochsOnlyGrow,
             Invariant::OneLeaderPerEpoch,

@@ -32,7 +32,7 @@ use super::{Msg, RealConfig};
 use crate::kafka::broker::produce_batch;
 use crate::kafka::check::{BrokerView, Checker, Invariant, Violation};
 use crate::kafka::cluster::Failure;
-use crate::net::{NetStats, Network, NodeId};
+use crate::net::{NetConfig, NetStats, Network, NodeId};
 use crate::trace::Trace;
 
 /// The producer's node.
@@ -68,6 +68,12 @@ pub struct RealFaultCounts {
     pub reassign: u64,
     /// Of those, reassignments the controller completed (it deleted the request).
     pub reassign_completed: u64,
+    /// Second topics created.
+    pub topic_create: u64,
+    /// Topic deletions requested.
+    pub topic_delete: u64,
+    /// Of those, deletions the controller completed (the topic's znodes are gone).
+    pub topic_delete_completed: u64,
 }
 
 impl RealFaultCounts {
@@ -82,6 +88,9 @@ impl RealFaultCounts {
         self.store_isolation += o.store_isolation;
         self.reassign += o.reassign;
         self.reassign_completed += o.reassign_completed;
+        self.topic_create += o.topic_create;
+        self.topic_delete += o.topic_delete;
+        self.topic_delete_completed += o.topic_delete_completed;
     }
 }
 
@@ -144,6 +153,8 @@ pub struct RealCluster {
     client: Client,
     acked_in_calm: u64,
     reassign_pending: bool,
+    /// The second topic and whether its deletion was asked for.
+    churn: Option<(String, bool)>,
     last_status: Vec<(BrokerId, Option<i32>, Option<SessionId>, bool)>,
     faults: RealFaultCounts,
     trace: Option<Trace<String>>,
@@ -267,6 +278,7 @@ impl RealCluster {
             },
             acked_in_calm: 0,
             reassign_pending: false,
+            churn: None,
             last_status: Vec::new(),
             faults: RealFaultCounts::default(),
             trace: traced.then(|| Trace::new(cfg.trace_capacity)),
@@ -304,14 +316,7 @@ impl RealCluster {
         let partitions = (0..self.cfg.partitions)
             .map(|p| (p, (0..rf).map(|i| (p + i) % n + 1).collect()))
             .collect();
-        let assignment = TopicAssignment {
-            version: 2,
-            partitions,
-            adding_replicas: None,
-            removing_replicas: None,
-            ..TopicAssignment::from_json(b"{\"version\":2,\"partitions\":{}}")
-                .unwrap_or_else(|_| unreachable!("a literal assignment parses"))
-        };
+        let assignment = TopicAssignment::new(partitions);
         if self.cfg.unclean_election {
             let mut config = BTreeMap::new();
             config.insert(
@@ -367,6 +372,9 @@ impl RealCluster {
                 if self.rng.random_bool(self.cfg.faults.reassign) {
                     self.reassign().await;
                 }
+                if self.rng.random_bool(self.cfg.faults.topic_churn) {
+                    self.churn_topic().await;
+                }
             } else {
                 self.calm();
             }
@@ -393,6 +401,25 @@ impl RealCluster {
         }
         self.drain_outbox();
         self.check().await?;
+        if self.reassign_pending {
+            return fail(
+                Invariant::Liveness,
+                format!(
+                    "a reassignment did not complete in the last {} ms without faults",
+                    self.cfg.calm_ms
+                ),
+            );
+        }
+        if let Some((topic, true)) = &self.churn {
+            return fail(
+                Invariant::Liveness,
+                format!(
+                    "the deletion of topic {topic} did not complete in the last {} ms without \
+                     faults",
+                    self.cfg.calm_ms
+                ),
+            );
+        }
         if self.acked_in_calm == 0 {
             return fail(
                 Invariant::Liveness,
@@ -475,9 +502,11 @@ impl RealCluster {
         if self.rng.random_bool(f.pause) {
             let controller = self.active_controller();
             if let Some(id) = self.pick_target() {
-                let until = now + timeout + self.rng.random_range(50..500);
+                // Longer than the session, unless the calm begins first.
+                let calm_from = self.cfg.duration_ms.saturating_sub(self.cfg.calm_ms);
+                let until = (now + timeout + self.rng.random_range(50..500)).min(calm_from);
                 if let Some(b) = self.brokers.get_mut(&id) {
-                    if let Some(session) = b.session() {
+                    if let Some(session) = b.session().filter(|_| until > now + timeout) {
                         self.expire_at.push((now + timeout, session));
                     }
                     b.pause(until);
@@ -602,12 +631,61 @@ impl RealCluster {
         }
     }
 
-    /// The fault-free end: the network heals and every broker comes back.
+    /// K2.2 / K2.1: creates the second topic (one partition on random brokers) when there is
+    /// none, else asks for its deletion, as `kafka-topics.sh` does.
+    async fn churn_topic(&mut self) {
+        match self.churn.clone() {
+            None => {
+                let topic = format!("churn-{}", self.faults.topic_create);
+                let n = self.cfg.brokers;
+                let mut ids: Vec<BrokerId> = (1..=n).collect();
+                ids.shuffle(&mut self.rng);
+                ids.truncate(usize::try_from(self.cfg.replication_factor.clamp(1, n)).unwrap_or(1));
+                let assignment = TopicAssignment::new(std::iter::once((0, ids.clone())).collect());
+                if let Ok(data) = assignment.to_json() {
+                    if self
+                        .observer
+                        .create(&paths::topic(&topic), &data, CreateMode::Persistent)
+                        .await
+                        .is_ok()
+                    {
+                        self.faults.topic_create += 1;
+                        self.note(|| format!("CREATE topic {topic} on {ids:?}"));
+                        self.churn = Some((topic, false));
+                    }
+                }
+            }
+            Some((topic, false)) => {
+                if self
+                    .observer
+                    .create(&paths::delete_topic(&topic), b"", CreateMode::Persistent)
+                    .await
+                    .is_ok()
+                {
+                    self.faults.topic_delete += 1;
+                    self.note(|| format!("DELETE topic {topic}"));
+                    self.churn = Some((topic, true));
+                }
+            }
+            Some((_, true)) => {}
+        }
+    }
+
+    /// The fault-free end: the network heals and stops losing messages, and every broker
+    /// comes back (pauses end by then: none is drawn past the start of the calm).
     fn calm(&mut self) {
         if self.heal_at.take().is_some() {
             self.net.heal();
             self.note(|| "heal (calm)".into());
         }
+        // The network stops losing, duplicating and holding back messages too (it still
+        // reorders them): the cluster must recover by itself, not merely get lucky.
+        self.net.set_config(NetConfig {
+            loss: 0.0,
+            duplicate: 0.0,
+            long_delay: 0.0,
+            ..self.cfg.net
+        });
         for t in self.restart_at.values_mut() {
             *t = (*t).min(self.now);
         }
@@ -949,6 +1027,23 @@ impl RealCluster {
             self.faults.reassign_completed += 1;
             self.note(|| "reassignment complete".into());
         }
+        if let Some((topic, true)) = &self.churn {
+            let gone = matches!(
+                self.observer.exists(&paths::topic(topic), false).await,
+                Ok(None)
+            ) && matches!(
+                self.observer
+                    .exists(&paths::delete_topic(topic), false)
+                    .await,
+                Ok(None)
+            );
+            if gone {
+                let topic = topic.clone();
+                self.churn = None;
+                self.faults.topic_delete_completed += 1;
+                self.note(|| format!("topic {topic} deleted"));
+            }
+        }
         for p in 0..self.cfg.partitions {
             let Some(store) = self.store_state(p).await else {
                 continue;
@@ -1135,7 +1230,8 @@ impl std::fmt::Display for RealSummary {
         write!(
             f,
             "[{}] seeds {} steps {} | faults: crash {} pause {} (controller {}) partition {} \
-             one-way {} session-expiry {} store-cut {} reassign {} (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
+             one-way {} session-expiry {} store-cut {} reassign {} (completed {}) topics created {} deleted {} \
+             (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
              | acked {} consumed {} controller epochs {} stale requests refused {} | violations {}",
             self.name,
             self.seeds,
@@ -1149,6 +1245,9 @@ impl std::fmt::Display for RealSummary {
             fl.store_isolation,
             fl.reassign,
             fl.reassign_completed,
+            fl.topic_create,
+            fl.topic_delete,
+            fl.topic_delete_completed,
             n.lost,
             n.duplicated,
             n.long_delayed,

@@ -112,6 +112,9 @@ pub struct RealFaults {
     /// An administrator asks to move a partition to other brokers (K7; only when there are
     /// more brokers than replicas).
     pub reassign: f64,
+    /// An administrator creates a second topic (K2.2), or deletes the one created before
+    /// (K2.1); the deletion must complete once the faults stop.
+    pub topic_churn: f64,
 }
 
 impl Default for RealFaults {
@@ -124,6 +127,7 @@ impl Default for RealFaults {
             session_expiry: 0.002,
             store_isolation: 0.002,
             reassign: 0.002,
+            topic_churn: 0.002,
         }
     }
 }
