@@ -34,6 +34,7 @@ fn main() {
             store_isolation: 0.0,
             reassign: 0.0,
             topic_churn: 0.0,
+            controlled_shutdown: 0.0,
         };
     }
     let t = Instant::now();

@@ -41,6 +41,14 @@ fn real_cores_five_brokers_hold_every_invariant_under_every_fault() {
     let s = no_violation("real cores, 5 brokers", cfg, 100);
     if s.seeds >= 40 {
         assert!(s.faults.reassign_completed > 0, "reassignments completed");
+        assert!(
+            s.faults.topic_delete_completed > 0,
+            "topic deletions completed"
+        );
+        assert!(
+            s.faults.controlled_shutdown_stopped > 0,
+            "brokers stopped cleanly"
+        );
     }
 }
 

@@ -61,6 +61,8 @@ pub struct Process {
     registration: Arc<Mutex<Option<(SessionId, i64)>>>,
     registering: Arc<Mutex<bool>>,
     broker_epoch: i64,
+    replies: mpsc::UnboundedSender<(NodeId, NodeId, Msg)>,
+    stopping: Option<Stopping>,
     delayed_fetch: BTreeMap<u64, (NodeId, u64)>,
     delayed_produce: BTreeMap<u64, (NodeId, u64)>,
     checkpointing: bool,
@@ -104,7 +106,21 @@ pub struct Env<'a> {
     pub audit: &'a Arc<Mutex<Vec<StaleWrite>>>,
     /// Store breakage.
     pub breakage: StoreBreakage,
+    /// Where answers computed off the step (a controller's ControlledShutdown reply) go.
+    pub replies: &'a mpsc::UnboundedSender<(NodeId, NodeId, Msg)>,
 }
+
+/// A clean stop in progress: ControlledShutdown requests to the controller.
+#[derive(Debug, Clone, Copy)]
+struct Stopping {
+    since: u64,
+    attempts: u32,
+    in_flight: Option<(u64, u64)>,
+    done: bool,
+}
+
+/// `controlled.shutdown.max.retries`.
+const CONTROLLED_SHUTDOWN_ATTEMPTS: u32 = 3;
 
 fn fetcher_config(cfg: &RealConfig) -> FetcherConfig {
     FetcherConfig {
@@ -226,6 +242,8 @@ impl SimBroker {
             registration: Arc::new(Mutex::new(None)),
             registering: Arc::new(Mutex::new(false)),
             broker_epoch: -1,
+            replies: env.replies.clone(),
+            stopping: None,
             delayed_fetch: BTreeMap::new(),
             delayed_produce: BTreeMap::new(),
             checkpointing: false,
@@ -255,6 +273,39 @@ impl SimBroker {
             self.incarnation += 1;
             self.start(cfg, env);
         }
+    }
+
+    /// Begins a clean stop (K6): ControlledShutdown to the controller until it has moved
+    /// every leadership, or after [`CONTROLLED_SHUTDOWN_ATTEMPTS`] answers.
+    pub fn begin_controlled_shutdown(&mut self, now: u64) -> bool {
+        match self.process.as_mut() {
+            Some(p) if p.stopping.is_none() && p.paused_until.is_none() => {
+                p.stopping = Some(Stopping {
+                    since: now,
+                    attempts: 0,
+                    in_flight: None,
+                    done: false,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// When the clean stop in progress began, if one is.
+    pub fn stopping_since(&self) -> Option<u64> {
+        self.process
+            .as_ref()
+            .and_then(|p| p.stopping)
+            .map(|s| s.since)
+    }
+
+    /// Whether the clean stop is through its ControlledShutdown requests: the process can go.
+    pub fn ready_to_stop(&self) -> bool {
+        self.process
+            .as_ref()
+            .and_then(|p| p.stopping)
+            .is_some_and(|s| s.done)
     }
 
     /// Stops the world until `until`.
@@ -325,6 +376,32 @@ impl SimBroker {
         }
         self.drain_actions(cfg, out);
         self.poll_fetchers(now, cfg, out);
+        self.poll_controlled_shutdown(now, out);
+    }
+
+    /// Sends the next ControlledShutdown, to the controller this broker's metadata names.
+    fn poll_controlled_shutdown(&mut self, now: u64, out: &mut Vec<(NodeId, Msg)>) {
+        let id = self.next_id();
+        let Some(p) = self.process.as_mut() else {
+            return;
+        };
+        let Some(s) = p.stopping.as_mut().filter(|s| !s.done) else {
+            return;
+        };
+        if s.in_flight.is_some_and(|(_, sent)| now < sent + 300) || p.broker_epoch < 0 {
+            return;
+        }
+        let Some(controller) = p.rm.metadata().controller_id() else {
+            return;
+        };
+        s.in_flight = Some((id, now));
+        out.push((
+            controller,
+            Msg::ControlledShutdown {
+                id,
+                broker_epoch: p.broker_epoch,
+            },
+        ));
     }
 
     fn drain_actions(&mut self, cfg: &RealConfig, out: &mut Vec<(NodeId, Msg)>) {
@@ -492,6 +569,36 @@ impl SimBroker {
                         f.in_flight = None;
                         f.core
                             .on_offset_for_leader_epoch_response(now, &response, &mut p.rm);
+                    }
+                }
+            }
+            Msg::ControlledShutdown { id, broker_epoch } => {
+                // The controller on this broker answers, once its event is handled (and the
+                // node is running).
+                let handle = p.controller.clone();
+                let life = p.life.clone();
+                let replies = p.replies.clone();
+                let me = self.id;
+                tokio::spawn(async move {
+                    let result = handle
+                        .controlled_shutdown(from, broker_epoch)
+                        .await
+                        .map(|left| left.len())
+                        .map_err(|e| e.to_string());
+                    life.wait_running().await;
+                    let _ = replies.send((me, from, Msg::ControlledShutdownResp { id, result }));
+                });
+            }
+            Msg::ControlledShutdownResp { id, result } => {
+                if let Some(s) = p
+                    .stopping
+                    .as_mut()
+                    .filter(|s| s.in_flight.is_some_and(|(i, _)| i == id))
+                {
+                    s.in_flight = None;
+                    s.attempts += 1;
+                    if result == Ok(0) || s.attempts >= CONTROLLED_SHUTDOWN_ATTEMPTS {
+                        s.done = true;
                     }
                 }
             }

@@ -74,6 +74,10 @@ pub struct RealFaultCounts {
     pub topic_delete: u64,
     /// Of those, deletions the controller completed (the topic's znodes are gone).
     pub topic_delete_completed: u64,
+    /// Clean stops begun (ControlledShutdown).
+    pub controlled_shutdown: u64,
+    /// Of those, brokers that stopped (and restarted later).
+    pub controlled_shutdown_stopped: u64,
 }
 
 impl RealFaultCounts {
@@ -91,6 +95,8 @@ impl RealFaultCounts {
         self.topic_create += o.topic_create;
         self.topic_delete += o.topic_delete;
         self.topic_delete_completed += o.topic_delete_completed;
+        self.controlled_shutdown += o.controlled_shutdown;
+        self.controlled_shutdown_stopped += o.controlled_shutdown_stopped;
     }
 }
 
@@ -140,6 +146,8 @@ pub struct RealCluster {
     brokers: BTreeMap<BrokerId, SimBroker>,
     outbox_tx: mpsc::UnboundedSender<Outgoing>,
     outbox: mpsc::UnboundedReceiver<Outgoing>,
+    replies_tx: mpsc::UnboundedSender<(NodeId, NodeId, Msg)>,
+    replies: mpsc::UnboundedReceiver<(NodeId, NodeId, Msg)>,
     pending_control: BTreeMap<u64, oneshot::Sender<kafka_wire::ResponseBody>>,
     next_control: u64,
     audit: Arc<Mutex<Vec<StaleWrite>>>,
@@ -219,6 +227,12 @@ fn summary(msg: &Msg) -> String {
         Msg::EpochQuery { id, .. } => format!("EpochQuery#{id}"),
         Msg::EpochAnswer { id, .. } => format!("EpochAnswer#{id}"),
         Msg::Produce { id, .. } => format!("Produce#{id}"),
+        Msg::ControlledShutdown { id, broker_epoch } => {
+            format!("ControlledShutdown#{id} broker epoch {broker_epoch}")
+        }
+        Msg::ControlledShutdownResp { id, result } => {
+            format!("ControlledShutdownResp#{id} {result:?}")
+        }
         Msg::ProduceResp { id, response } => format!(
             "ProduceResp#{id} {:?}",
             response
@@ -240,6 +254,7 @@ impl RealCluster {
         let tree = MemoryTree::new();
         let observer = tree.connect();
         let (outbox_tx, outbox) = mpsc::unbounded_channel();
+        let (replies_tx, replies) = mpsc::unbounded_channel();
         let audit = Arc::new(Mutex::new(Vec::new()));
         let mut c = RealCluster {
             cfg,
@@ -253,6 +268,8 @@ impl RealCluster {
             brokers: BTreeMap::new(),
             outbox_tx,
             outbox,
+            replies_tx,
+            replies,
             pending_control: BTreeMap::new(),
             next_control: 0,
             audit,
@@ -297,6 +314,7 @@ impl RealCluster {
             outbox: &self.outbox_tx,
             audit: &self.audit,
             breakage: self.cfg.breakage,
+            replies: &self.replies_tx,
         }
     }
 
@@ -401,6 +419,22 @@ impl RealCluster {
         }
         self.drain_outbox();
         self.check().await?;
+        if let Some(b) = self
+            .brokers
+            .values()
+            .find(|b| b.stopping_since().is_some_and(|t| t < calm_from))
+        {
+            return fail(
+                Invariant::Liveness,
+                format!(
+                    "broker {}'s controlled shutdown, begun at {} ms, did not finish in the last {} \
+                     ms without faults",
+                    b.id,
+                    b.stopping_since().unwrap_or_default(),
+                    self.cfg.calm_ms
+                ),
+            );
+        }
         if self.reassign_pending {
             return fail(
                 Invariant::Liveness,
@@ -452,6 +486,17 @@ impl RealCluster {
             );
         }
         self.pending_control.retain(|_, r| !r.is_closed());
+        while let Ok((from, to, msg)) = self.replies.try_recv() {
+            send(
+                &mut self.net,
+                &mut self.rng,
+                &mut self.trace,
+                self.now,
+                from,
+                to,
+                msg,
+            );
+        }
     }
 
     fn up_brokers(&self) -> Vec<BrokerId> {
@@ -549,6 +594,20 @@ impl RealCluster {
             if let Some(id) = pick.filter(|id| self.isolate(*id, until)) {
                 self.faults.store_isolation += 1;
                 self.note(|| format!("FAULT broker {id} cut from the store until {until}"));
+            }
+        }
+        if self.rng.random_bool(f.controlled_shutdown) {
+            let up = self.up_brokers();
+            if up.len() > 1 {
+                let id = up[self.rng.random_range(0..up.len())];
+                if self
+                    .brokers
+                    .get_mut(&id)
+                    .is_some_and(|b| b.begin_controlled_shutdown(now))
+                {
+                    self.faults.controlled_shutdown += 1;
+                    self.note(|| format!("FAULT controlled shutdown of broker {id}"));
+                }
             }
         }
         if self.rng.random_bool(f.session_expiry) {
@@ -742,6 +801,22 @@ impl RealCluster {
         for id in healed {
             self.reconnect(id);
         }
+        // Brokers through their ControlledShutdown stop and close their session.
+        let stopping: Vec<BrokerId> = self
+            .brokers
+            .values()
+            .filter(|b| b.ready_to_stop())
+            .map(|b| b.id)
+            .collect();
+        for id in stopping {
+            if let Some(session) = self.brokers.get_mut(&id).and_then(SimBroker::crash) {
+                self.tree.expire(session);
+            }
+            let back = now + self.rng.random_range(100..800);
+            self.restart_at.insert(id, back);
+            self.faults.controlled_shutdown_stopped += 1;
+            self.note(|| format!("broker {id} stopped cleanly, back at {back}"));
+        }
         let restart: Vec<BrokerId> = self
             .restart_at
             .iter()
@@ -757,6 +832,7 @@ impl RealCluster {
                 outbox: &self.outbox_tx,
                 audit: &self.audit,
                 breakage: cfg.breakage,
+                replies: &self.replies_tx,
             };
             if let Some(b) = self.brokers.get_mut(&id) {
                 b.restart(&cfg, &env);
@@ -1231,7 +1307,7 @@ impl std::fmt::Display for RealSummary {
             f,
             "[{}] seeds {} steps {} | faults: crash {} pause {} (controller {}) partition {} \
              one-way {} session-expiry {} store-cut {} reassign {} (completed {}) topics created {} deleted {} \
-             (completed {}) | network: lost {} duplicated {} long-delayed {} cut {} \
+             (completed {}) clean stops {} (stopped {}) | network: lost {} duplicated {} long-delayed {} cut {} \
              | acked {} consumed {} controller epochs {} stale requests refused {} | violations {}",
             self.name,
             self.seeds,
@@ -1248,6 +1324,8 @@ impl std::fmt::Display for RealSummary {
             fl.topic_create,
             fl.topic_delete,
             fl.topic_delete_completed,
+            fl.controlled_shutdown,
+            fl.controlled_shutdown_stopped,
             n.lost,
             n.duplicated,
             n.long_delayed,

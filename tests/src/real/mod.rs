@@ -75,6 +75,20 @@ pub enum Msg {
         /// The answer.
         response: OffsetForLeaderEpochResponse,
     },
+    /// Broker → the controller its metadata names: ControlledShutdown (K6).
+    ControlledShutdown {
+        /// Matches the answer.
+        id: u64,
+        /// The broker's epoch (KIP-380).
+        broker_epoch: i64,
+    },
+    /// Controller → broker: how many partitions it still leads, or a refusal.
+    ControlledShutdownResp {
+        /// The request's id.
+        id: u64,
+        /// Partitions still led, or why the controller refused.
+        result: Result<usize, String>,
+    },
     /// Producer → leader, acks=all.
     Produce {
         /// Matches the answer.
@@ -115,6 +129,10 @@ pub struct RealFaults {
     /// An administrator creates a second topic (K2.2), or deletes the one created before
     /// (K2.1); the deletion must complete once the faults stop.
     pub topic_churn: f64,
+    /// A broker stops cleanly: it asks the controller to move its leaderships
+    /// (ControlledShutdown, up to 3 times as `controlled.shutdown.max.retries`), then stops
+    /// and closes its session; it starts again later.
+    pub controlled_shutdown: f64,
 }
 
 impl Default for RealFaults {
@@ -128,6 +146,7 @@ impl Default for RealFaults {
             store_isolation: 0.002,
             reassign: 0.002,
             topic_churn: 0.002,
+            controlled_shutdown: 0.002,
         }
     }
 }
