@@ -40,6 +40,9 @@ use crate::purgatory::{Admission, Purgatory};
 pub(crate) type FixedState =
     std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
+/// How many deleted partitions' last leader epochs a manager keeps.
+pub const DELETED_PARTITIONS_KEPT: usize = 10_000;
+
 /// Creates the log of a partition this broker is assigned.
 pub type LogFactory<L> = Box<dyn FnMut(&TopicPartition) -> Result<L, LogError> + Send>;
 
@@ -162,6 +165,12 @@ pub struct ReplicaManager<L> {
     new_log: LogFactory<L>,
     partitions: HashMap<TopicPartition, Partition<L>, FixedState>,
     topic_ids: HashMap<Uuid, String, FixedState>,
+    /// The leader epoch each deleted partition had, by topic id, so that a LeaderAndIsr of an
+    /// older epoch delivered late cannot bring it back (oldest first, at most
+    /// [`DELETED_PARTITIONS_KEPT`]).
+    deleted: HashMap<(Uuid, i32), i32, FixedState>,
+    /// The keys of `deleted`, oldest first.
+    deleted_order: VecDeque<(Uuid, i32)>,
     metadata: MetadataCache,
     controller_epoch: i32,
     checkpoint_started: bool,
@@ -206,6 +215,8 @@ impl<L: LogStorage> ReplicaManager<L> {
             new_log,
             partitions: HashMap::default(),
             topic_ids: HashMap::default(),
+            deleted: HashMap::default(),
+            deleted_order: VecDeque::new(),
             metadata: MetadataCache::new(),
             controller_epoch: -1,
             checkpoint_started: false,
@@ -247,6 +258,22 @@ impl<L: LogStorage> ReplicaManager<L> {
             .collect();
         logs.sort_by(|a, b| a.0.cmp(&b.0));
         logs
+    }
+
+    /// The topic id of `topic`, if a LeaderAndIsr named it.
+    fn topic_id_of(&self, topic: &str) -> Option<Uuid> {
+        self.topic_ids
+            .iter()
+            .find(|(_, name)| name.as_str() == topic)
+            .map(|(id, _)| *id)
+    }
+
+    /// The leader epoch partition `partition` of topic `topic_id` had when it was deleted here.
+    fn deleted_epoch(&self, topic_id: Uuid, partition: i32) -> Option<i32> {
+        if topic_id == Uuid::default() {
+            return None;
+        }
+        self.deleted.get(&(topic_id, partition)).copied()
     }
 
     /// The partitions this broker holds (in no particular order).
@@ -406,7 +433,14 @@ impl<L: LogStorage> ReplicaManager<L> {
             if *topic_id != Uuid::default() {
                 self.topic_ids.insert(*topic_id, topic.clone());
             }
-            let current = self.partitions.get(&tp).map_or(-1, |p| p.leader_epoch());
+            // A partition deleted here keeps its last leader epoch (by topic id): a late
+            // LeaderAndIsr from before the deletion does not bring back a stray replica.
+            let current = match self.partitions.get(&tp) {
+                Some(p) => p.leader_epoch(),
+                None => self
+                    .deleted_epoch(*topic_id, s.partition_index)
+                    .unwrap_or(-1),
+            };
             // K4.2: only a newer leader epoch is applied, and only where we are a replica.
             let code = if s.leader_epoch <= current && !self.ignores_epochs() {
                 tracing::warn!(topic = %tp.topic, partition = tp.partition, leader_epoch = s.leader_epoch, current, "stale leader epoch in LeaderAndIsr");
@@ -860,7 +894,11 @@ impl<L: LogStorage> ReplicaManager<L> {
 
     /// StopReplica for one partition (K2.1): refused with STALE_CONTROLLER_EPOCH from an old
     /// controller, FENCED_LEADER_EPOCH for an old leader epoch (KIP-570; -2 skips the check).
-    /// Returns the partition's log when `delete` is set, for the caller to remove.
+    /// Returns the partition's log when `delete` is set, for the caller to remove. A deleted
+    /// partition's last leader epoch is kept by topic id: a LeaderAndIsr sent before the
+    /// deletion and delivered after it is refused (FENCED_LEADER_EPOCH) instead of bringing
+    /// back a stray replica; a re-assignment comes with a newer epoch, a re-created topic with
+    /// a new id.
     pub fn stop_replica(
         &mut self,
         controller_epoch: i32,
@@ -875,11 +913,27 @@ impl<L: LogStorage> ReplicaManager<L> {
         let Some(p) = self.partitions.get(tp) else {
             return Ok(None);
         };
-        if leader_epoch != -2 && leader_epoch < p.leader_epoch() {
+        let current_epoch = p.leader_epoch();
+        if leader_epoch != -2 && leader_epoch < current_epoch {
             return Err(ErrorCode::FencedLeaderEpoch);
         }
         self.remove_from_fetchers(std::slice::from_ref(tp));
         if delete {
+            if let Some(id) = self.topic_id_of(&tp.topic) {
+                let key = (id, tp.partition);
+                if self
+                    .deleted
+                    .insert(key, current_epoch.max(leader_epoch))
+                    .is_none()
+                {
+                    self.deleted_order.push_back(key);
+                }
+                if self.deleted_order.len() > DELETED_PARTITIONS_KEPT {
+                    if let Some(oldest) = self.deleted_order.pop_front() {
+                        self.deleted.remove(&oldest);
+                    }
+                }
+            }
             let p = self.partitions.remove(tp);
             self.fetch_purgatory_wake(tp);
             return Ok(p.map(Partition::into_log));
