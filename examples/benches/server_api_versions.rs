@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{BufMut, Bytes, BytesMut};
-use ha_examples::server::{
+use kafka_broker::server::{
     RequestContext, RequestHandler, Server, ServerConfig, ServerHandle, SupportedApis,
 };
 use kafka_wire::messages::ApiVersionsRequest;

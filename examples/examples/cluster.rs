@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ha_examples::cluster::{run, DemoConfig, DemoStep};
-use ha_examples::zab_coordination::ZabEnsemble;
 use ha_examples::zookeeper_backend::{ZooKeeperHarness, DEFAULT_ROOT};
+use zab_coordination::ZabEnsemble;
 
 const USAGE: &str = "usage: cluster [--records <n>] \
 [--zookeeper host:port[,host:port...][/chroot] | --coordination memory|zab]";

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use ha_examples::broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
+use kafka_broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
 use kafka_replication::isr::{LeaderAndIsr, MemoryIsrWriter, TopicPartition};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;

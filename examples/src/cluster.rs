@@ -1,5 +1,5 @@
 //! The `cluster` demo's flow as a library function: three brokers in one process on loopback
-//! TCP over one coordination service — any backend behind a [`ConformanceHarness`] (the
+//! TCP over one coordination service — any backend behind a [`CoordinationCluster`] (the
 //! in-memory store by default, real ZooKeeper with
 //! [`ZooKeeperHarness`](crate::zookeeper_backend::ZooKeeperHarness)) — each with its
 //! registration, its ISR writer and a campaigning controller reaching the brokers through
@@ -22,11 +22,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use ha_coordination::Coordination;
+use ha_coordination::CoordinationCluster;
 use kafka_controller::admin;
 use kafka_controller::assignment::AssignmentStart;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::conformance::ConformanceHarness;
-use kafka_controller::coordination::Coordination;
 use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient};
 use kafka_replication::log::MemoryLog;
 use kafka_replication::partition::PartitionConfig;
@@ -41,12 +41,12 @@ pub use config::{DemoConfig, DemoError, DemoReport, DemoStep, StepHook};
 use narration::{K7Narration, Timeline};
 pub use observe::{Observed, ObservedChannel, ObservedCoordination, Recorder};
 
-use crate::broker::{
-    AddressBook, Broker, BrokerConfig, KafkaConnection, LinkError, TcpBrokerChannel,
-};
-use crate::glue::{
+use kafka_broker::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
     ZkIsrWriter, ZkProducerIdManager,
+};
+use kafka_broker::{
+    AddressBook, Broker, BrokerConfig, KafkaConnection, LinkError, TcpBrokerChannel,
 };
 
 /// The topic the demo creates.
@@ -88,7 +88,7 @@ struct Node {
 }
 
 struct Cluster {
-    harness: Arc<dyn ConformanceHarness>,
+    harness: Arc<dyn CoordinationCluster>,
     recorder: Recorder,
     addresses: Arc<Mutex<HashMap<i32, SocketAddr>>>,
     nodes: BTreeMap<i32, Node>,

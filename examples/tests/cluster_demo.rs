@@ -91,7 +91,7 @@ async fn z8_k6_cluster_demo_on_a_zab_ensemble_survives_the_zab_leader_killed_mid
     use std::sync::{Arc, Mutex};
 
     use ha_examples::cluster::DemoStep;
-    use ha_examples::zab_coordination::ZabEnsemble;
+    use zab_coordination::ZabEnsemble;
 
     let ensemble = Arc::new(ZabEnsemble::start(3).await.expect("ensemble starts"));
     let first = ensemble

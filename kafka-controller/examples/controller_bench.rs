@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
+use ha_coordination::{Coordination, CreateMode, MemoryTree};
 use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::controller::{
     Controller, ControllerConfig, ControllerEvent, ControllerHandle,
 };
-use kafka_controller::coordination::{Coordination, CreateMode, MemoryTree};
 use kafka_controller::zk_data::{
     paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode, TopicAssignment,
 };
@@ -269,7 +269,7 @@ async fn main() {
 
 #[cfg(feature = "zookeeper")]
 async fn zookeeper_run(partitions: i32) {
-    use kafka_controller::coordination::{ZooKeeperCoordination, ZooKeeperOptions};
+    use ha_coordination::{ZooKeeperCoordination, ZooKeeperOptions};
     // A heap large enough for 100k partitions without full collections.
     let zk = match ha_testkit::ZkEnsemble::builder().heap_mb(2048).start() {
         Ok(zk) => zk,

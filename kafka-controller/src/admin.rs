@@ -10,11 +10,11 @@ use serde_json::Map;
 
 use crate::assignment::{assign_replicas_to_brokers, AssignmentError, AssignmentStart, BrokerRack};
 use crate::context::{BrokerId, TopicPartition};
-use crate::coordination::{Coordination, CoordinationError, CreateMode};
 use crate::zk_data::{
     paths, BrokerRegistration, KafkaZkError, PreferredReplicaElection, ReassignPartitions,
     ReassignmentEntry, TopicAssignment, TopicConfig, TopicPartitionEntry, ZkDataError,
 };
+use ha_coordination::{Coordination, CoordinationError, CreateMode};
 
 /// Why an admin request was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

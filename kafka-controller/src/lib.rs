@@ -71,7 +71,7 @@ pub mod assignment;
 pub mod broker_channel;
 pub mod context;
 pub mod controller;
-pub mod coordination;
+pub use ha_coordination as coordination;
 pub mod election;
 pub mod partition_state_machine;
 pub mod reassignment;

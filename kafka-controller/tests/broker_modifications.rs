@@ -5,7 +5,7 @@
 mod controller_harness;
 
 use controller_harness::{wait_for, Cluster};
-use kafka_controller::coordination::{Coordination, ANY_VERSION};
+use ha_coordination::{Coordination, ANY_VERSION};
 use kafka_controller::zk_data::{paths, BrokerRegistration};
 use kafka_wire::RequestBody;
 

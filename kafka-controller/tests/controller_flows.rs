@@ -7,11 +7,11 @@ mod controller_harness;
 use std::collections::BTreeMap;
 
 use controller_harness::{test_config, wait_for, Cluster};
+use ha_coordination::{Coordination, CreateMode, Op, ANY_VERSION};
 use kafka_controller::admin;
 use kafka_controller::broker_channel::SentRequest;
 use kafka_controller::context::{BrokerId, TopicPartition};
 use kafka_controller::controller::ControllerConfig;
-use kafka_controller::coordination::{Coordination, CreateMode, Op, ANY_VERSION};
 use kafka_controller::zk_data::{encode_controller_epoch, paths, ControllerZNode};
 use kafka_wire::RequestBody;
 

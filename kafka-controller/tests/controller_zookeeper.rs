@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ha_coordination::{Coordination, ZooKeeperCoordination, ZooKeeperOptions};
 use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
 use kafka_controller::admin;
 use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::context::BrokerId;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::{Coordination, ZooKeeperCoordination, ZooKeeperOptions};
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -161,5 +161,80 @@ async fn k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_hi
     for b in [&b1, &b2] {
         b.handle.shutdown();
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k6_controller_session_expiry_on_real_zookeeper_elects_a_successor_and_fences_the_old_one(
+) -> Result<(), Box<dyn std::error::Error>> {
+    use futures::StreamExt;
+    use ha_coordination::{CoordinationEvent, CreateMode, Op, WatchEvent, WatchEventKind};
+    use kafka_controller::zk_data::{Campaign, KafkaZkError};
+
+    if !require_zookeeper("k6_controller_session_expiry_on_real_zookeeper")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
+    let c1 = Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options()).await?);
+    let c2 = Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?);
+    let (b1, b2) = (
+        KafkaZkClient::new(c1.clone()),
+        KafkaZkClient::new(c2.clone()),
+    );
+    b1.create_persistent_paths().await?;
+    let Campaign::Elected(first) = b1.campaign(1, 1).await? else {
+        panic!("broker 1 must win an empty cluster");
+    };
+    assert_eq!(
+        b2.campaign(2, 2).await?,
+        Campaign::Lost {
+            controller: Some(1)
+        }
+    );
+    let mut events = c2.events();
+    assert!(b2.controller(true).await?.is_some());
+    // Broker 1 (the controller) is cut off and its session ends.
+    proxy.pause();
+    c1.close_session_at(&zk.connect_string()).await?;
+    proxy.resume();
+    // Broker 2 sees /controller vanish and takes over with the next epoch.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), events.next()).await? {
+            Some(CoordinationEvent::Watch(WatchEvent {
+                kind: WatchEventKind::NodeDeleted,
+                path,
+            })) if path == paths::CONTROLLER => break,
+            Some(CoordinationEvent::Session(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let Campaign::Elected(second) = b2.campaign(2, 3).await? else {
+        panic!("broker 2 must win after the controller's session expired");
+    };
+    assert_eq!(second.epoch, first.epoch + 1);
+    // Broker 1's client renews its session; its writes as the old controller are fenced.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let zombie = loop {
+        let r = b1
+            .fenced_multi(
+                first,
+                vec![Op::create("/zombie", Vec::new(), CreateMode::Persistent)],
+            )
+            .await;
+        match &r {
+            Err(KafkaZkError::Coordination(e))
+                if e.is_session_problem() && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => break r,
+        }
+    };
+    assert!(
+        matches!(zombie, Err(KafkaZkError::ControllerMoved { .. })),
+        "{zombie:?}"
+    );
+    assert!(c2.exists("/zombie", false).await?.is_none());
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kafka_controller::coordination::{CoordinationError, CreateMode, MemoryTree, Op, ANY_VERSION};
+use ha_coordination::{CoordinationError, CreateMode, MemoryTree, Op, ANY_VERSION};
 use kafka_controller::zk_data::{
     paths, BrokerRegistration, Campaign, ControllerEpoch, ControllerZNode, KafkaZkClient,
     KafkaZkError, PartitionStateZNode,
@@ -349,7 +349,7 @@ async fn isr_change_notifications_are_sequential_read_in_order_and_deleted_fence
 #[tokio::test]
 async fn k6_2_k6_3_admin_requests_are_watched_even_before_they_exist() -> Result<(), KafkaZkError> {
     use futures::StreamExt;
-    use kafka_controller::coordination::{CoordinationEvent, WatchEvent, WatchEventKind};
+    use ha_coordination::{CoordinationEvent, WatchEvent, WatchEventKind};
 
     let tree = MemoryTree::new();
     let controller = client(&tree);

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use controller_harness::{wait_for, Cluster};
+use ha_coordination::Coordination;
 use kafka_controller::admin;
 use kafka_controller::context::{BrokerId, TopicPartition};
-use kafka_controller::coordination::Coordination;
 use kafka_controller::zk_data::{paths, KafkaZkClient};
 use kafka_wire::error_code::ErrorCode;
 use kafka_wire::RequestBody;

@@ -7,8 +7,8 @@ mod controller_harness;
 use std::collections::BTreeMap;
 
 use controller_harness::{wait_for, Cluster};
+use ha_coordination::{Coordination, CreateMode};
 use kafka_controller::context::{BrokerId, TopicPartition};
-use kafka_controller::coordination::{Coordination, CreateMode};
 use kafka_controller::zk_data::{paths, TopicAssignment};
 use kafka_wire::{RequestBody, Uuid};
 

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use ha_coordination::CoordinationError;
+use ha_coordination::{CoordinationCluster, MemoryCluster};
 use kafka_controller::admin::AdminError;
-use kafka_controller::coordination::conformance::{ConformanceHarness, MemoryHarness};
-use kafka_controller::coordination::CoordinationError;
 use kafka_controller::zk_data::KafkaZkError;
 
-use crate::server::ServerError;
+use kafka_broker::server::ServerError;
 
 /// Why the demo could not run to its verdict.
 #[derive(Debug, thiserror::Error)]
@@ -86,16 +86,16 @@ pub struct DemoConfig {
     /// How long any one step may take.
     pub step_timeout: Duration,
     /// The coordination service: every broker, controller and admin client gets its own
-    /// session from [`ConformanceHarness::connect`]; a killed broker's session is ended with
-    /// [`ConformanceHarness::expire`]. Default: a new in-memory store ([`MemoryHarness`]).
-    pub harness: Arc<dyn ConformanceHarness>,
+    /// session from [`CoordinationCluster::connect`]; a killed broker's session is ended with
+    /// [`CoordinationCluster::expire`]. Default: a new in-memory store ([`MemoryCluster`]).
+    pub harness: Arc<dyn CoordinationCluster>,
     /// Awaited after each step, before the next one starts (`None`: nothing).
     pub on_step: Option<StepHook>,
 }
 
 impl DemoConfig {
     /// The default settings on `harness`.
-    pub fn on(harness: Arc<dyn ConformanceHarness>) -> Self {
+    pub fn on(harness: Arc<dyn CoordinationCluster>) -> Self {
         DemoConfig {
             harness,
             ..DemoConfig::default()
@@ -128,7 +128,7 @@ impl Default for DemoConfig {
         DemoConfig {
             records_per_partition: 100,
             step_timeout: Duration::from_secs(20),
-            harness: Arc::new(MemoryHarness::new()),
+            harness: Arc::new(MemoryCluster::new()),
             on_step: None,
         }
     }

@@ -8,12 +8,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use kafka_controller::broker_channel::{BrokerChannel, ChannelError};
-use kafka_controller::context::BrokerInfo;
-use kafka_controller::coordination::{
+use ha_coordination::{
     Coordination, CoordinationError, CreateMode, EventStream, Op, OpResult, SessionId,
     SessionState, Stat,
 };
+use kafka_controller::broker_channel::{BrokerChannel, ChannelError};
+use kafka_controller::context::BrokerInfo;
 use kafka_controller::zk_data::{paths, PartitionStateZNode, TopicAssignment};
 use kafka_wire::RequestBody;
 

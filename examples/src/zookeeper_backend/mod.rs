@@ -1,6 +1,6 @@
 //! The demo's real-ZooKeeper backend: [`ZooKeeperHarness`], a
-//! [`ConformanceHarness`] on a ZooKeeper ensemble. Each [`connect`](ConformanceHarness::connect)
-//! opens a new `ZooKeeperCoordination` session; [`expire`](ConformanceHarness::expire) ends
+//! [`CoordinationCluster`] on a ZooKeeper ensemble. Each [`connect`](CoordinationCluster::connect)
+//! opens a new `ZooKeeperCoordination` session; [`expire`](CoordinationCluster::expire) ends
 //! that session on the server for real (ZooKeeper's documented trick: a second connection with
 //! the same session id and password, closed at once), with the client cut off by its
 //! [`Relay`] meanwhile so its own reconnection cannot compete.
@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kafka_controller::coordination::conformance::{delete_recursive, ConformanceHarness};
-use kafka_controller::coordination::{
+use ha_coordination::{conformance::delete_recursive, CoordinationCluster};
+use ha_coordination::{
     Coordination, CoordinationError, CreateMode, SessionId, ZooKeeperCoordination, ZooKeeperOptions,
 };
 
@@ -53,7 +53,7 @@ pub enum HarnessError {
     Coordination(#[from] CoordinationError),
 }
 
-/// A [`ConformanceHarness`] on a real ZooKeeper ensemble; see the [module](self) docs.
+/// A [`CoordinationCluster`] on a real ZooKeeper ensemble; see the [module](self) docs.
 pub struct ZooKeeperHarness {
     servers: Vec<String>,
     root: String,
@@ -141,7 +141,7 @@ impl ZooKeeperHarness {
 }
 
 #[async_trait]
-impl ConformanceHarness for ZooKeeperHarness {
+impl CoordinationCluster for ZooKeeperHarness {
     async fn connect(&self) -> Result<Arc<dyn Coordination>, CoordinationError> {
         let relay = Arc::new(
             Relay::start(self.servers.clone())

@@ -9,7 +9,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::broker_channel::DeliveredResponse;
 use crate::context::{BrokerId, ControllerContext, TopicPartition};
-use crate::coordination::SessionId;
+use ha_coordination::SessionId;
 
 use super::ControllerError;
 

@@ -308,7 +308,7 @@ impl Controller {
 
 /// The children of `path` (none if it does not exist), optionally watching it.
 pub(super) async fn children_or_empty(
-    coord: &dyn crate::coordination::Coordination,
+    coord: &dyn ha_coordination::Coordination,
     path: &str,
     watch: bool,
 ) -> Result<Vec<String>, ControllerError> {

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use futures::future::join_all;
 
 use crate::context::TopicPartition;
-use crate::coordination::path;
 use crate::zk_data::{paths, IsrChangeNotification};
+use ha_coordination::path;
 
 use super::failover::children_or_empty;
 use super::{Controller, ControllerError};

@@ -17,7 +17,7 @@
 //! use std::sync::Arc;
 //! use kafka_controller::broker_channel::MemoryBrokerChannel;
 //! use kafka_controller::controller::{Controller, ControllerConfig};
-//! use kafka_controller::coordination::MemoryTree;
+//! use ha_coordination::MemoryTree;
 //!
 //! let tree = MemoryTree::new();
 //! let handle = Controller::start(
@@ -50,11 +50,9 @@ use tokio::task::JoinHandle;
 
 use crate::broker_channel::{BrokerChannel, ChannelConfig, ChannelManager, DeliveredResponse};
 use crate::context::{BrokerId, ControllerContext, TopicPartition};
-use crate::coordination::{
-    Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind,
-};
 use crate::request_batch::ControllerBrokerRequestBatch;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
+use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind};
 
 pub use events::{ControllerEvent, EventQueue};
 pub use store::Store;
@@ -91,8 +89,8 @@ impl From<KafkaZkError> for ControllerError {
     }
 }
 
-impl From<crate::coordination::CoordinationError> for ControllerError {
-    fn from(e: crate::coordination::CoordinationError) -> Self {
+impl From<ha_coordination::CoordinationError> for ControllerError {
+    fn from(e: ha_coordination::CoordinationError) -> Self {
         ControllerError::Store(e.into())
     }
 }
@@ -288,14 +286,14 @@ impl Controller {
     /// Starts broker `config.broker_id`'s controller on `coord` (this broker's session) and
     /// `channel`; it campaigns at once. Must be called inside a tokio runtime. Its store
     /// operations lost with the connection are sent again once connected on the same session
-    /// ([`RetryUntilConnected`](crate::coordination::RetryUntilConnected)), as Kafka's are.
+    /// ([`RetryUntilConnected`](ha_coordination::RetryUntilConnected)), as Kafka's are.
     pub fn start(
         config: ControllerConfig,
         coord: Arc<dyn Coordination>,
         channel: Arc<dyn BrokerChannel>,
     ) -> ControllerHandle {
         let coord: Arc<dyn Coordination> =
-            Arc::new(crate::coordination::RetryUntilConnected::new(coord));
+            Arc::new(ha_coordination::RetryUntilConnected::new(coord));
         let queue = Arc::new(EventQueue::new());
         let (status, status_rx) = watch::channel(ControllerStatus::default());
         let (responses, mut responses_rx) = mpsc::unbounded_channel();

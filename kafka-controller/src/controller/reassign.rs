@@ -19,7 +19,7 @@ use crate::rebalance::{partitions_to_rebalance, split_preferred_election};
 use crate::zk_data::{paths, PreferredReplicaElection, ReassignPartitions, ReassignmentEntry};
 
 use super::{Controller, ControllerError};
-use crate::coordination::{Op, ANY_VERSION};
+use ha_coordination::{Op, ANY_VERSION};
 
 /// `/admin/reassign_partitions` as a map, `None` if absent; malformed content is logged and
 /// reads as empty.

@@ -11,13 +11,13 @@ use crate::context::{
     BrokerEndpoint, BrokerInfo, LeaderRecoveryState, PartitionLeadership, ReplicaAssignment,
     TopicPartition,
 };
-use crate::coordination::{CoordinationError, CreateMode, Op, ANY_VERSION};
 use crate::partition_state_machine::{PartitionStateWrite, WriteKind, WriteOutcome};
 use crate::reassignment::TopicAssignmentWrite;
 use crate::zk_data::{
     paths, BrokerRegistration, ControllerEpoch, KafkaZkClient, KafkaZkError, PartitionStateZNode,
     TopicAssignment, LEADER_RECOVERED,
 };
+use ha_coordination::{CoordinationError, CreateMode, Op, ANY_VERSION};
 
 use super::ControllerError;
 
@@ -141,9 +141,9 @@ pub const READ_BATCH: usize = 1000;
 /// Partition-state writes per fenced transaction.
 const WRITE_BATCH: usize = 500;
 
-fn written(r: &crate::coordination::OpResult) -> WriteOutcome {
+fn written(r: &ha_coordination::OpResult) -> WriteOutcome {
     match r {
-        crate::coordination::OpResult::SetData { stat } => WriteOutcome::Written {
+        ha_coordination::OpResult::SetData { stat } => WriteOutcome::Written {
             version: stat.version,
         },
         _ => WriteOutcome::Written { version: 0 },
@@ -360,7 +360,7 @@ impl Store {
             match coord.children(&p, false).await {
                 Ok(children) => {
                     for c in children {
-                        stack.push(crate::coordination::path::join(&p, &c));
+                        stack.push(ha_coordination::path::join(&p, &c));
                     }
                     out.push(p);
                 }

@@ -5,11 +5,11 @@
 use futures::future::join_all;
 
 use crate::context::{ControllerContext, PartitionReplica, TopicPartition};
-use crate::coordination::Op;
 use crate::election::ElectionStrategy;
 use crate::partition_state_machine::{handle_state_changes as partition_changes, PartitionState};
 use crate::replica_state_machine::{handle_state_changes as replica_changes, ReplicaState};
 use crate::zk_data::{paths, KafkaZkError, TopicAssignment};
+use ha_coordination::Op;
 
 use super::failover::children_or_empty;
 use super::store::{assignment_from_znode, Store};

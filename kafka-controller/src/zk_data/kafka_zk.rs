@@ -10,7 +10,7 @@ use super::error::ZkDataError;
 use super::paths;
 use super::{decode_controller_epoch, encode_controller_epoch};
 use super::{BrokerRegistration, ControllerZNode, PartitionStateZNode};
-use crate::coordination::{Coordination, CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
+use ha_coordination::{Coordination, CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
 
 /// Why a Kafka-level read or write failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -11,7 +11,7 @@ use super::{
     IsrChangeNotification, LogDirEventNotification, PartitionStateZNode, PreferredReplicaElection,
     ReassignPartitions, TopicAssignment, TopicConfig, TopicPartitionEntry,
 };
-use crate::coordination::{CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
+use ha_coordination::{CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
 
 fn data_err(path: &str) -> impl FnOnce(ZkDataError) -> KafkaZkError + '_ {
     move |error| KafkaZkError::Data {

@@ -21,11 +21,11 @@
 //! ```
 //!
 //! [`KafkaZkClient`] performs Kafka's reads and writes over any
-//! [`Coordination`](crate::coordination::Coordination):
+//! [`Coordination`](ha_coordination::Coordination):
 //!
 //! ```
 //! use std::sync::Arc;
-//! use kafka_controller::coordination::MemoryTree;
+//! use ha_coordination::MemoryTree;
 //! use kafka_controller::zk_data::{BrokerRegistration, Campaign, KafkaZkClient};
 //!
 //! # futures::executor::block_on(async {

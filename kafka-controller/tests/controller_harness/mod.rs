@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ha_coordination::{
+    Coordination, CoordinationError, CreateMode, EventStream, MemoryCoordination, MemoryTree, Op,
+    OpResult, SessionId, SessionState, Stat,
+};
 use kafka_controller::broker_channel::MemoryBrokerChannel;
 use kafka_controller::context::{BrokerId, PartitionLeadership, TopicPartition};
 use kafka_controller::controller::store::leadership_from_znode;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::{
-    Coordination, CoordinationError, CreateMode, EventStream, MemoryCoordination, MemoryTree, Op,
-    OpResult, SessionId, SessionState, Stat,
-};
 use kafka_controller::zk_data::{
     paths, BrokerRegistration, KafkaZkClient, PartitionStateZNode, TopicAssignment,
 };

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ha_examples::glue::{IsrChangeQueue, ZkIsrWriter};
+use ha_coordination::{Coordination, MemoryCoordination, MemoryTree, SessionId};
+use kafka_broker::glue::{IsrChangeQueue, ZkIsrWriter};
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::coordination::{Coordination, MemoryCoordination, MemoryTree, SessionId};
 use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, TopicPartitionEntry};
 use kafka_replication::isr::{BrokerId, IsrProposal, IsrResult, TopicPartition};
 use kafka_replication::log::MemoryLog;

@@ -8,9 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kafka_controller::coordination::{
-    Coordination, CreateMode, MemoryCoordination, MemoryTree, SessionId,
-};
+use ha_coordination::{Coordination, CreateMode, MemoryCoordination, MemoryTree, SessionId};
 use kafka_controller::zk_data::{
     paths, KafkaZkClient, PartitionStateZNode, ReassignPartitions, ReassignmentEntry,
     TopicAssignment, TopicConfig,

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use kafka_controller::coordination::{
+use ha_coordination::{
     Coordination, CoordinationError, CreateMode, EventStream, MemoryCoordination, Op, OpResult,
     SessionId, SessionState, Stat,
 };
@@ -271,7 +271,7 @@ impl Coordination for SimCoord {
             // Keep the results aligned: the check becomes an always-true check of `/`.
             for op in &mut ops {
                 if matches!(op, Op::Check { path, .. } if path == paths::CONTROLLER_EPOCH) {
-                    *op = Op::check("/", kafka_controller::coordination::ANY_VERSION);
+                    *op = Op::check("/", ha_coordination::ANY_VERSION);
                     stripped = true;
                 }
             }

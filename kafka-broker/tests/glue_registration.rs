@@ -1,0 +1,149 @@
+//! Broker registration (KIP-380): `/brokers/ids/<id>` with endpoints and rack, the broker
+//! epoch = its czxid, and re-registration with a larger epoch after the session expired — on
+//! `MemoryCoordination` and on a real ZooKeeper started by `ha-testkit` (which fails under
+//! `CI` when ZooKeeper is missing and skips otherwise).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ha_coordination::{Coordination, MemoryTree, ZooKeeperCoordination, ZooKeeperOptions};
+use ha_testkit::{require_zookeeper, TcpProxy, ZkEnsemble};
+use kafka_broker::glue::BrokerRegistrar;
+use kafka_controller::zk_data::{
+    paths, BrokerRegistration, FeatureRange, KafkaZkClient, KafkaZkError,
+};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn v5_registration() -> BrokerRegistration {
+    let mut r =
+        BrokerRegistration::plaintext("broker1.local", 9092, Some("rack-a"), 1_700_000_000_000);
+    r.version = 5;
+    r.features = Some(BTreeMap::from([(
+        "metadata.version".to_string(),
+        FeatureRange {
+            min_version: 1,
+            max_version: 1,
+            extra: Default::default(),
+        },
+    )]));
+    r
+}
+
+#[tokio::test]
+async fn kip_380_registration_is_ephemeral_with_endpoints_rack_and_epoch_czxid() -> TestResult {
+    let tree = MemoryTree::new();
+    let coord: Arc<dyn Coordination> = Arc::new(tree.connect());
+    let broker = BrokerRegistrar::new(coord.clone(), 1, v5_registration())
+        .start()
+        .await?;
+    let epoch = broker.broker_epoch().ok_or("not registered")?;
+    let (data, stat) = coord.get_data(&paths::broker(1), false).await?;
+    assert_eq!(stat.czxid, epoch);
+    assert_eq!(stat.ephemeral_owner, coord.session_id());
+    let read = BrokerRegistration::from_json(&data)?;
+    assert_eq!(read, v5_registration());
+    assert_eq!(
+        read.endpoints,
+        vec!["PLAINTEXT://broker1.local:9092".to_string()]
+    );
+    assert_eq!(read.rack.as_deref(), Some("rack-a"));
+
+    // Another broker process with the same id is refused.
+    let other: Arc<dyn Coordination> = Arc::new(tree.connect());
+    let taken = BrokerRegistrar::new(other, 1, v5_registration())
+        .start()
+        .await;
+    assert!(matches!(
+        taken,
+        Err(KafkaZkError::BrokerIdTaken { id: 1, .. })
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn kip_380_reregistration_after_session_expiry_has_a_larger_broker_epoch() -> TestResult {
+    let tree = MemoryTree::new();
+    let client = tree.connect();
+    let session = client.session_id();
+    let coord: Arc<dyn Coordination> = Arc::new(client);
+    let broker = BrokerRegistrar::new(coord.clone(), 3, v5_registration())
+        .start()
+        .await?;
+    let first = broker.broker_epoch().ok_or("not registered")?;
+    // Unrelated writes move the zxid on.
+    coord
+        .create("/other", b"", ha_coordination::CreateMode::Persistent)
+        .await?;
+    assert!(tree.expire(session));
+    let second = broker
+        .wait_for_epoch_above(first, Duration::from_secs(10))
+        .await
+        .ok_or("not registered again")?;
+    assert!(second > first);
+    let (_, stat) = coord.get_data(&paths::broker(3), false).await?;
+    assert_eq!(stat.czxid, second);
+    assert_eq!(stat.ephemeral_owner, coord.session_id());
+    assert_ne!(coord.session_id(), session);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_380_reregistration_after_session_expiry_on_real_zookeeper() -> TestResult {
+    if !require_zookeeper("kip_380_reregistration_after_session_expiry_on_real_zookeeper")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::standalone()?;
+    let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
+    let options = ZooKeeperOptions {
+        session_timeout: Duration::from_secs(15),
+        connection_timeout: Duration::from_secs(10),
+    };
+    let client = Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options).await?);
+    let session = client.session_id();
+    let coord: Arc<dyn Coordination> = client.clone();
+    let broker = BrokerRegistrar::new(coord.clone(), 1, v5_registration())
+        .start()
+        .await?;
+    let first = broker.broker_epoch().ok_or("not registered")?;
+    let observer = KafkaZkClient::new(Arc::new(
+        ZooKeeperCoordination::connect(&zk.connect_string()).await?,
+    ));
+    assert_eq!(observer.broker(1).await?.map(|(_, e)| e), Some(first));
+
+    // Cut the broker off and end its session, as an expiry would.
+    proxy.pause();
+    client.close_session_at(&zk.connect_string()).await?;
+    proxy.resume();
+    let second = broker
+        .wait_for_epoch_above(first, Duration::from_secs(60))
+        .await
+        .ok_or("not registered again")?;
+    assert!(second > first);
+    assert_ne!(coord.session_id(), session);
+    let (registration, epoch) = observer.broker(1).await?.ok_or("registration missing")?;
+    assert_eq!(epoch, second);
+    assert_eq!(registration, v5_registration());
+    Ok(())
+}
+
+#[tokio::test]
+async fn kip_380_connection_loss_without_expiry_keeps_the_registration_and_epoch() -> TestResult {
+    let tree = MemoryTree::new();
+    let client = tree.connect();
+    let session = client.session_id();
+    let coord: Arc<dyn Coordination> = Arc::new(client);
+    let broker = BrokerRegistrar::new(coord.clone(), 2, v5_registration())
+        .start()
+        .await?;
+    let first = broker.broker_epoch().ok_or("not registered")?;
+    assert!(tree.suspend(session));
+    assert!(tree.resume(session));
+    // Give the task the reconnection event; the registration stays the same.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(broker.broker_epoch(), Some(first));
+    let (_, stat) = coord.get_data(&paths::broker(2), false).await?;
+    assert_eq!((stat.czxid, stat.ephemeral_owner), (first, session));
+    Ok(())
+}
