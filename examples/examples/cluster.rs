@@ -168,7 +168,7 @@ async fn zab_backend(say: &impl Fn(&str)) -> Result<Arc<ZabEnsemble>, Box<dyn st
     Ok(Arc::new(ensemble))
 }
 
-/// The ZAB backend's disturbance (SPEC Z8): after the first produce round the ZAB leader is
+/// The ZAB backend's disturbance (Z8): after the first produce round the ZAB leader is
 /// killed and the demo goes on once the two survivors re-elect; once every ISR is whole again
 /// the killed peer restarts and rejoins as a follower.
 async fn disturb(ensemble: Arc<ZabEnsemble>, step: DemoStep) {

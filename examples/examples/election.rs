@@ -9,7 +9,7 @@
 //!
 //! What is checked (the exit code is 0 only if all of it holds):
 //! - every step ends with one established leader that every live peer follows in the same epoch;
-//! - each re-election establishes a strictly higher epoch (SPEC Z1, Z8);
+//! - each re-election establishes a strictly higher epoch (Z1, Z8);
 //! - with two of five servers down the remaining three still form a quorum and elect;
 //! - restarted servers rejoin the current leader's epoch as followers, without an election of
 //!   their own winning (they keep their persisted epochs, Z1);

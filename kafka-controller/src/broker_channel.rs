@@ -1,4 +1,4 @@
-//! The controller → broker channel (KAFKA-NOTES §6, `ControllerChannelManager`): the
+//! The controller → broker channel (Kafka's `ControllerEventManager` and `ControllerChannelManager`, `ControllerChannelManager`): the
 //! [`BrokerChannel`] trait that carries one `kafka-wire` LeaderAndIsr / UpdateMetadata /
 //! StopReplica request to a broker and brings its response back, the [`ChannelManager`] that
 //! gives every broker one FIFO queue with one request in flight, retrying **the same item**
@@ -10,7 +10,7 @@
 //! ready yet, a timeout, ...). Other answers, errors included, go back to the controller.
 //!
 //! Per-broker FIFO is what keeps UpdateMetadata ahead of LeaderAndIsr on failover and start-up
-//! (KAFKA-NOTES §13.9): a failed item is never dropped or overtaken.
+//! (Kafka's `ControllerChannelManager` per-broker queues): a failed item is never dropped or overtaken.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

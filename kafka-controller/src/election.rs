@@ -1,4 +1,4 @@
-//! Leader selection (KAFKA-NOTES §2): the four strategies Kafka's controller uses — offline
+//! Leader selection (Kafka's `PartitionLeaderElectionAlgorithms`): the four strategies Kafka's controller uses — offline
 //! (clean, or unclean when the topic allows it), reassign, preferred and controlled shutdown —
 //! as pure functions of the assignment, the current ISR and the broker liveness sets.
 //!

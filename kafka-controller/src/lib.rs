@@ -1,6 +1,6 @@
 //! # kafka-controller
 //!
-//! The controller of a ZooKeeper-mode Kafka cluster (SPEC K1, K2, K5, K6, K7) and the
+//! The controller of a ZooKeeper-mode Kafka cluster (K1, K2, K5, K6, K7) and the
 //! coordination-service trait it runs on.
 //!
 //! ## The pure controller core

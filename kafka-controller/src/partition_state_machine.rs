@@ -1,4 +1,4 @@
-//! The partition state machine (KAFKA-NOTES §1): NonExistent / New / Online / Offline, Kafka's
+//! The partition state machine (Kafka's `PartitionStateMachine`): NonExistent / New / Online / Offline, Kafka's
 //! valid-previous-state table, and the actions of each transition as a plan the event loop
 //! runs against the coordination store.
 //!
@@ -32,7 +32,7 @@ pub enum PartitionState {
 }
 
 impl PartitionState {
-    /// KAFKA-NOTES §1: the states a partition may enter `self` from.
+    /// Kafka's `PartitionStateMachine`: the states a partition may enter `self` from.
     pub fn valid_previous_states(self) -> &'static [PartitionState] {
         use PartitionState::*;
         match self {

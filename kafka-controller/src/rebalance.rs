@@ -1,4 +1,4 @@
-//! Preferred-replica imbalance (K6.11, `checkAndTriggerAutoLeaderRebalance`, KAFKA-NOTES §2).
+//! Preferred-replica imbalance (K6.11, `checkAndTriggerAutoLeaderRebalance`, Kafka's `PartitionLeaderElectionAlgorithms`).
 //!
 //! For each preferred broker B (the head of a partition's assignment), the imbalance ratio is
 //! the number of B's preferred partitions not led by B over the number of B's preferred

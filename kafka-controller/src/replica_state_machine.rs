@@ -1,4 +1,4 @@
-//! The replica state machine (KAFKA-NOTES §3): New / Online / Offline /
+//! The replica state machine (Kafka's `ReplicaStateMachine`): New / Online / Offline /
 //! ReplicaDeletionStarted / ReplicaDeletionSuccessful / ReplicaDeletionIneligible /
 //! NonExistent, Kafka's valid-previous-state table, and each transition's actions.
 //!
@@ -34,7 +34,7 @@ pub enum ReplicaState {
 }
 
 impl ReplicaState {
-    /// KAFKA-NOTES §3: the states a replica may enter `self` from.
+    /// Kafka's `ReplicaStateMachine`: the states a replica may enter `self` from.
     pub fn valid_previous_states(self) -> &'static [ReplicaState] {
         use ReplicaState::*;
         match self {
@@ -187,7 +187,7 @@ pub enum IsrRemoval {
     Write(PartitionStateWrite),
 }
 
-/// KAFKA-NOTES §3 Offline: given the state just read, the write removing `r` from the ISR:
+/// Kafka's `ReplicaStateMachine` Offline: given the state just read, the write removing `r` from the ISR:
 /// leader → -1 if it led, the ISR shrinks unless it has a single member (the ISR never
 /// becomes empty), and the leader epoch is bumped.
 pub fn plan_isr_removal(

@@ -1,4 +1,4 @@
-//! Table-driven tests of the four leader-election strategies (KAFKA-NOTES §2, K1.2, K7 step 7).
+//! Table-driven tests of the four leader-election strategies (Kafka's `PartitionLeaderElectionAlgorithms`, K1.2, K7 step 7).
 
 use std::collections::BTreeSet;
 

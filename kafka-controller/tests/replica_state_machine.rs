@@ -1,5 +1,5 @@
 //! The replica state machine: Kafka's transition table, refused transitions and each
-//! transition's actions (KAFKA-NOTES §3).
+//! transition's actions (Kafka's `ReplicaStateMachine`).
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! # kafka-replication
 //!
-//! A broker's half of Kafka replication (SPEC K4, K8) as building blocks: partition logs, the
+//! A broker's half of Kafka replication (K4, K8) as building blocks: partition logs, the
 //! leader-epoch cache, a partition's ISR / log end offset / high watermark state on leader and
 //! follower, leader-epoch truncation, and a delayed-operation purgatory over a hierarchical
 //! timing wheel. Everything here is deterministic and sans-IO except the [`log::FileLog`]: time

@@ -1,7 +1,7 @@
 //! The delayed-operation purgatory (K8.5): operations that wait on watch keys until a check
 //! says they can complete, or until their timeout expires.
 //!
-//! Kafka's rules, kept exactly (KAFKA-NOTES §8):
+//! Kafka's rules, kept exactly (Kafka's `DelayedOperationPurgatory`):
 //! - [`Purgatory::try_complete_else_watch`] checks the operation, watches it on every key, checks
 //!   it **again**, and only then adds it to the timer — so a state change that lands between the
 //!   first check and the watch is never missed.

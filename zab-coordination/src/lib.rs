@@ -8,7 +8,7 @@
 //!
 //! - **Writes** (create, set, delete, multi, and opening / closing sessions) are transactions
 //!   ([`codec`]) proposed through the client's server: the leader orders them, a quorum logs
-//!   them, every server applies them in zxid order (SPEC Z2). Each carries its originating
+//!   them, every server applies them in zxid order (Z2). Each carries its originating
 //!   server's request id; that server hands its caller the result it computed when applying.
 //!   Application is deterministic: a node's `czxid` / `mzxid` are the Zab zxid, a session's id
 //!   is the zxid of the transaction that opened it.

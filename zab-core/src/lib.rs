@@ -1,6 +1,6 @@
 //! # zab-core
 //!
-//! Apache ZooKeeper's fast leader election (SPEC Z1–Z8), exact to ZooKeeper 3.8, as a sans-IO
+//! Apache ZooKeeper's fast leader election (Z1–Z8), exact to ZooKeeper 3.8, as a sans-IO
 //! state machine: no sockets, no clock reads, no randomness. Time and messages go in,
 //! [`Action`]s come out. An async driver sits on top; this crate's core is also the tool to
 //! unit-test election logic by hand.
@@ -20,7 +20,7 @@
 //!
 //! ## Drive an election by hand
 //!
-//! Three voters, all with the same history: the largest id wins (SPEC Z7). We play server 1
+//! Three voters, all with the same history: the largest id wins (Z7). We play server 1
 //! and fabricate what servers 2 and 3 say. Time is any [`std::time::Instant`] we choose and
 //! advance ourselves.
 //!
@@ -81,7 +81,7 @@
 //! vote (that is how a restarted server finds the ensemble). After sync, call
 //! [`FastLeaderElection::update_election_vote`] with the new epoch (ZOOKEEPER-1732), and
 //! [`FastLeaderElection::set_vote_data`] whenever the last zxid or `currentEpoch` change. When
-//! the leader is lost (SPEC Z6, Z8), call [`FastLeaderElection::start`] again.
+//! the leader is lost (Z6, Z8), call [`FastLeaderElection::start`] again.
 //!
 //! ```
 //! # use std::sync::Arc;
@@ -139,7 +139,7 @@
 //! itself, has sent the vote equal to its proposal in the current round, and those connected
 //! voters alone form a quorum**. Why this is safe:
 //!
-//! 1. *The pause is not what makes ZooKeeper safe.* At most one leader per epoch (SPEC Z1) comes
+//! 1. *The pause is not what makes ZooKeeper safe.* At most one leader per epoch (Z1) comes
 //!    from the step after the election: a leader proposes epoch `max(acceptedEpoch) + 1` and
 //!    leads only once a quorum accepted it; two quorums always share a server, which accepts
 //!    each epoch once. A decision that turns out premature costs one more election
@@ -153,7 +153,7 @@
 //!    case exists in ZooKeeper too: a vote that arrives after the 200 ms, or over a connection
 //!    that comes up later, is missed in the same way. Such a voter joins afterwards through the
 //!    FOLLOWING/LEADING replies (`outofelection`).
-//! 4. *The leader still holds the newest history of its quorum (SPEC Z5).* Each supporter's vote
+//! 4. *The leader still holds the newest history of its quorum (Z5).* Each supporter's vote
 //!    is at least its own initial vote, so the leader's `(epoch, zxid)` is the largest of the
 //!    quorum that elected it; any committed transaction lives on a quorum, which intersects
 //!    this one, so the leader has it. This is exactly ZooKeeper's argument.

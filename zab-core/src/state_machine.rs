@@ -1,5 +1,5 @@
 //! The [`StateMachine`] embedders implement: what committed transactions mean. Zab orders and
-//! commits opaque payloads (SPEC Z2); the state machine applies them in zxid order, and takes and
+//! commits opaque payloads (Z2); the state machine applies them in zxid order, and takes and
 //! restores snapshots for SNAP synchronisation and log compaction.
 
 use bytes::Bytes;

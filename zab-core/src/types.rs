@@ -1,8 +1,8 @@
-//! Server identity and roles: [`ServerId`], [`ServerState`] and [`LearnerType`] (SPEC Z2, Z3).
+//! Server identity and roles: [`ServerId`], [`ServerState`] and [`LearnerType`] (Z2, Z3).
 
 use std::fmt;
 
-/// A server's id (`myid`, "sid"), unique in the ensemble (SPEC Z4). ZooKeeper uses a Java
+/// A server's id (`myid`, "sid"), unique in the ensemble (Z4). ZooKeeper uses a Java
 /// `long`, so this is an `i64`; the fast leader election breaks ties towards the larger id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServerId(pub i64);
@@ -37,7 +37,7 @@ impl fmt::Display for ServerId {
     }
 }
 
-/// A server's state (SPEC Z3). The wire value is ZooKeeper's `ServerState.ordinal()`.
+/// A server's state (Z3). The wire value is ZooKeeper's `ServerState.ordinal()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ServerState {
     /// Looking for a leader: an election is (or is about to be) running.
@@ -46,7 +46,7 @@ pub enum ServerState {
     Following,
     /// Leading the ensemble.
     Leading,
-    /// Observing: an observer that knows the leader. Observers never vote (SPEC Z2).
+    /// Observing: an observer that knows the leader. Observers never vote (Z2).
     Observing,
 }
 
@@ -85,7 +85,7 @@ impl fmt::Display for ServerState {
     }
 }
 
-/// Whether a server votes (SPEC Z2): a participant votes in elections and on proposals, an
+/// Whether a server votes (Z2): a participant votes in elections and on proposals, an
 /// observer does neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LearnerType {

@@ -8,7 +8,7 @@ use crate::zxid::Zxid;
 
 /// What a vote proposes: a leader together with *that leader's* last zxid and epoch.
 ///
-/// Ordered lexicographically by `(peer_epoch, zxid, leader)` (SPEC Z7: "ZooKeeper compares the
+/// Ordered lexicographically by `(peer_epoch, zxid, leader)` (Z7: "ZooKeeper compares the
 /// peer epoch first"). This derived order is the fixed, transitive order of ZOOKEEPER-1419.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Candidate {
@@ -62,7 +62,7 @@ pub enum VoteOrder {
 
 impl VoteOrder {
     /// ZooKeeper's `totalOrderPredicate(new, cur)`: whether `new` supersedes `cur`, given the
-    /// quorum weight of `new.leader`. A leader of weight 0 never supersedes anything (SPEC Z7).
+    /// quorum weight of `new.leader`. A leader of weight 0 never supersedes anything (Z7).
     pub fn supersedes(self, new: Candidate, cur: Candidate, new_leader_weight: u64) -> bool {
         if new_leader_weight == 0 {
             return false;
@@ -75,7 +75,7 @@ impl VoteOrder {
     }
 }
 
-/// ZooKeeper's vote order (`totalOrderPredicate`, SPEC Z7): `new` wins over `cur` iff the
+/// ZooKeeper's vote order (`totalOrderPredicate`, Z7): `new` wins over `cur` iff the
 /// weight of `new.leader` is not zero and `(peer_epoch, zxid, leader)` of `new` is
 /// lexicographically greater.
 pub fn total_order_predicate(new: Candidate, cur: Candidate, new_leader_weight: u64) -> bool {

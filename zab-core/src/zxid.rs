@@ -1,9 +1,9 @@
 //! [`Zxid`]: ZooKeeper's transaction id, epoch in the high 32 bits and counter in the low 32
-//! (SPEC Z4).
+//! (Z4).
 
 use std::fmt;
 
-/// A ZooKeeper transaction id (SPEC Z4): `(epoch << 32) | counter`. Larger is newer. Kept as an
+/// A ZooKeeper transaction id (Z4): `(epoch << 32) | counter`. Larger is newer. Kept as an
 /// `i64` like ZooKeeper's `long`, because the election compares it signed and uses `-1` and
 /// `i64::MIN` as markers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -1,4 +1,4 @@
-//! Group commit (SPEC Z2): the file log writes deferred appends at once and makes them durable
+//! Group commit (Z2): the file log writes deferred appends at once and makes them durable
 //! with one fsync at the next sync; a peer appends the log writes of every write and packet
 //! already waiting, syncs once (on another thread, while the next group gathers), and only
 //! then acknowledges them. Checked here: deferred appends read back and survive a reopen once

@@ -1,4 +1,4 @@
-//! `QuorumPeer`s with a transaction log and a state machine on the in-memory mesh (SPEC Z2):
+//! `QuorumPeer`s with a transaction log and a state machine on the in-memory mesh (Z2):
 //! writes submitted to the leader or forwarded by a follower are applied by every server in
 //! the same order; after the leader crashes the next epoch keeps every committed write, and the
 //! restarted server catches up by sync.

@@ -2,7 +2,7 @@
 //! else has; follower 1 syncs it by DIFF. Once 3 and 1 (a quorum of {1, 2, 3}) acknowledged
 //! NEWLEADER, T is committed and the leader applies it. We crash follower 1 after every prefix
 //! of its actions, and the leader right after it counted the acknowledgement; followers 1 and
-//! 2 then elect the one with the newest history (SPEC Z5). T must survive in that history
+//! 2 then elect the one with the newest history (Z5). T must survive in that history
 //! whenever it was committed.
 //!
 //! With the correct order (persist, then `currentEpoch`, then ACK) it always does. With the

@@ -1,4 +1,4 @@
-//! SPEC Z1–Z8 and ZooKeeper 3.8's election rules (ZAB-NOTES §4), each driven by hand through
+//! Z1–Z8 and ZooKeeper 3.8's election rules (ZooKeeper's `FastLeaderElection.lookForLeader`), each driven by hand through
 //! the core with fabricated notifications and a fake clock.
 
 mod common;
@@ -142,7 +142,7 @@ fn z6_a_follower_that_loses_its_leader_looks_again_and_rejoins_a_live_one() {
     for n in net.nodes.values_mut() {
         n.update_election_vote(1);
     }
-    // Follower 1 misses pings (SPEC Z6) and goes LOOKING while 3 still leads.
+    // Follower 1 misses pings (Z6) and goes LOOKING while 3 still leads.
     net.start(&[1]);
     assert_eq!(net.view(1).0, ServerState::Looking);
     assert!(net.run_until_decided(Duration::from_secs(2)));

@@ -6,7 +6,7 @@
 //! `max(acceptedEpoch) + 1` once a quorum follows it, followers sync (take the leader's history
 //! and epoch, `update_election_vote`), the leader writes transactions that reach only some
 //! followers, a follower that loses its leader and a leader that loses its quorum go LOOKING
-//! (SPEC Z6, Z8).
+//! (Z6, Z8).
 //!
 //! Most seeds use majority quorums; every fifth seed with 5 or 7 voters uses hierarchical
 //! quorums with a voter of weight 0. The engine lives in `sim/mod.rs`.

@@ -1,4 +1,4 @@
-//! What a client library needs from a running `QuorumPeer` (SPEC Z2): `sync` barriers that
+//! What a client library needs from a running `QuorumPeer` (Z2): `sync` barriers that
 //! give read-your-writes on any server, and client-session liveness carried to the leader
 //! (learners report touched sessions in their PING replies; the leader expires the silent
 //! ones, and a new leader starts tracking afresh).

@@ -197,7 +197,7 @@ fn a_learner_claiming_an_impossible_epoch_or_zxid_is_refused_with_a_typed_error(
     let p = QuorumPacket::with_data(ACKEPOCH, Zxid::new(1, 1).0, i32_payload(-1));
     assert_eq!(check_learner_claim(&p, 1, Some(2)), Ok(()));
 
-    // The leader drops such a learner and carries on with the others (SPEC Z1): the huge
+    // The leader drops such a learner and carries on with the others (Z1): the huge
     // epoch never becomes the proposed one.
     let qv: Arc<dyn QuorumVerifier> = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
     let now = Instant::now();

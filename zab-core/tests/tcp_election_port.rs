@@ -1,4 +1,4 @@
-//! The TCP transport against ZooKeeper 3.8's election-port rules (ZAB-NOTES §5): connection
+//! The TCP transport against ZooKeeper 3.8's election-port rules (ZooKeeper's `QuorumCnxManager`): connection
 //! header, one connection per pair kept by the larger sid, framing limits, resend of the last
 //! message on reconnect, and bad input closing only the offending connection.
 

@@ -1,4 +1,4 @@
-//! The TCP transport's quorum connections under a burst (SPEC Z2): a leader that queues
+//! The TCP transport's quorum connections under a burst (Z2): a leader that queues
 //! thousands of 1 KiB PROPOSALs at once for a learner (as broadcast under load or a DIFF sync
 //! does) keeps the connection, and the learner receives every packet, in order, none dropped,
 //! even though it reads none of them until the burst is queued.

@@ -1,4 +1,4 @@
-//! The reference broker's network server (SPEC K3) on tokio.
+//! The reference broker's network server (K3) on tokio.
 //!
 //! ```text
 //!              ┌────────────┐  round robin   ┌─────────────┐  bounded request   ┌──────────┐

@@ -1,4 +1,4 @@
-//! The znode layout of ZooKeeper-mode Kafka: paths and typed JSON contents (KAFKA-NOTES §5,
+//! The znode layout of ZooKeeper-mode Kafka: paths and typed JSON contents (Kafka's `ZkData`,
 //! Kafka's `ZkData.scala`), so the controller's state is where, and as, Kafka keeps it.
 //!
 //! Every JSON type keeps fields it does not know in `extra` and writes them back unchanged, so

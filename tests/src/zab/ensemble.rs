@@ -11,15 +11,15 @@
 //!   processes nothing (its messages and timers wait) and wakes believing what it believed.
 //!
 //! Invariants, checked at every event that can break them:
-//! - `TwoLeadersInOneEpoch` (SPEC Z1): no epoch is ever established by two servers, and a
+//! - `TwoLeadersInOneEpoch` (Z1): no epoch is ever established by two servers, and a
 //!   learner is established only in the epoch its leader established;
-//! - `LeaderNotNewestOfQuorum` (SPEC Z5): a server elected by a quorum of LOOKING votes holds
+//! - `LeaderNotNewestOfQuorum` (Z5): a server elected by a quorum of LOOKING votes holds
 //!   the largest `(currentEpoch, zxid, sid)` of every supporter's initial vote in that round;
 //!   and a leader's `(currentEpoch, last zxid)` is at least that of every voter whose
 //!   ACKEPOCH, carrying its `currentEpoch`, made up the quorum that fixed the new epoch (a
 //!   learner answering −1, or arriving after the epoch was fixed, is synced down instead, as
 //!   in ZooKeeper);
-//! - `CommittedTxnLost` (SPEC Z2, Z5): every transaction a leader committed is in the log of
+//! - `CommittedTxnLost` (Z2, Z5): every transaction a leader committed is in the log of
 //!   every leader established after it, and no two commits of one zxid differ;
 //! - `NoLeaderWithinBound` (liveness): once faults stop and the network is reliable, one
 //!   server leads an established epoch followed by a quorum within `settle_bound_ms`; a
@@ -82,11 +82,11 @@ enum Local {
 /// An invariant broken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ZabViolation {
-    /// SPEC Z1.
+    /// Z1.
     TwoLeadersInOneEpoch(String),
-    /// SPEC Z5.
+    /// Z5.
     LeaderNotNewestOfQuorum(String),
-    /// SPEC Z2 / Z5: a committed transaction is missing from a later leader, or differs.
+    /// Z2 / Z5: a committed transaction is missing from a later leader, or differs.
     CommittedTxnLost(String),
     /// Liveness: no single established leader within the bound after faults stopped.
     NoLeaderWithinBound(String),
@@ -704,7 +704,7 @@ impl Ensemble {
         Ok(())
     }
 
-    /// SPEC Z5: the leader's `(currentEpoch, last zxid)` is at least that of every voter whose
+    /// Z5: the leader's `(currentEpoch, last zxid)` is at least that of every voter whose
     /// ACKEPOCH (carrying its `currentEpoch`) made up the quorum that fixed the epoch.
     fn check_epoch_quorum(
         &self,
@@ -762,7 +762,7 @@ impl Ensemble {
     // ----- faults -----
 
     /// Exactly one running server leads an established epoch, and it and the voters that
-    /// follow it in that epoch form a quorum (SPEC Z7, Z8: a connected quorum elects).
+    /// follow it in that epoch form a quorum (Z7, Z8: a connected quorum elects).
     pub fn quorum_settled(&self) -> bool {
         let mut leader = None;
         for (sid, slot) in &self.slots {

@@ -53,7 +53,7 @@ impl Durable {
         }
     }
 
-    /// `(currentEpoch, last zxid)`: how recent this history is (SPEC Z5 compares these).
+    /// `(currentEpoch, last zxid)`: how recent this history is (Z5 compares these).
     pub fn recency(&self) -> (i64, i64) {
         (self.current_epoch, self.last_zxid().0)
     }
@@ -113,9 +113,9 @@ pub enum Out {
         /// The epoch.
         epoch: i64,
     },
-    /// The leader committed a transaction (SPEC Z2).
+    /// The leader committed a transaction (Z2).
     Committed(Txn),
-    /// The server left its role and is LOOKING again (SPEC Z6, Z8).
+    /// The server left its role and is LOOKING again (Z6, Z8).
     Abandoned(&'static str),
 }
 
@@ -228,7 +228,7 @@ impl Server {
     }
 
     /// Election wire bytes from `from`. Undecodable ones are dropped; the receiver goes on
-    /// (ZAB-NOTES §6: one bad message must never silence a server).
+    /// (ZooKeeper's election notification format, `FastLeaderElection.Notification`: one bad message must never silence a server).
     pub fn on_vote(
         &mut self,
         now: Instant,
@@ -350,7 +350,7 @@ impl Server {
         self.drain(now, d, out);
     }
 
-    /// A client write: an established leader proposes it (SPEC Z2); anyone else drops it.
+    /// A client write: an established leader proposes it (Z2); anyone else drops it.
     pub fn write(&mut self, now: Instant, data: Bytes, d: &mut Durable, out: &mut Outbox) {
         if let Role::Leader {
             broadcast: Some(b), ..
@@ -544,7 +544,7 @@ impl Server {
         }
     }
 
-    /// SPEC Z6 / Z8: leave the role and start a new election round.
+    /// Z6 / Z8: leave the role and start a new election round.
     fn go_looking(
         &mut self,
         now: Instant,

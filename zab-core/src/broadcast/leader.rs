@@ -1,4 +1,4 @@
-//! [`LeaderBroadcast`]: the leader's side of atomic broadcast (SPEC Z2, ZAB-NOTES §7.2 phase 3).
+//! [`LeaderBroadcast`]: the leader's side of atomic broadcast (Z2, ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phase 3).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! [`LearnerBroadcast`]: a follower or observer through synchronisation and broadcast
-//! (ZAB-NOTES §7.2 phases 2 and 3).
+//! (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phases 2 and 3).
 
 use std::collections::VecDeque;
 

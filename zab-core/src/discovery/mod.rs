@@ -1,4 +1,4 @@
-//! Discovery on the quorum port (ZAB-NOTES §7): the jute `QuorumPacket` codec and the sans-IO
+//! Discovery on the quorum port (Zab 1.0 as ZooKeeper's `Leader` and `Learner` run it): the jute `QuorumPacket` codec and the sans-IO
 //! state machines with which a leader and its learners fix the new epoch (Z1, Z5) and keep
 //! each other alive (Z6).
 

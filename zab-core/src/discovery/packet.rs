@@ -1,4 +1,4 @@
-//! ZooKeeper's jute `QuorumPacket` (ZAB-NOTES §7.1) as spoken on the quorum port, with the
+//! ZooKeeper's jute `QuorumPacket` (ZooKeeper's `QuorumPacket`) as spoken on the quorum port, with the
 //! packet types and payloads used by discovery and heartbeats.
 //!
 //! A stream carries records back to back with no outer length prefix:
@@ -15,7 +15,7 @@ pub const MAX_AUTH_STRING: usize = 4096;
 /// The learner protocol version ZooKeeper 3.8 announces (`0x10000`).
 pub const LEARNER_PROTOCOL_VERSION: i32 = 0x10000;
 
-/// Packet types of the quorum port (ZAB-NOTES §7.1).
+/// Packet types of the quorum port (ZooKeeper's `QuorumPacket`).
 pub mod packet_type {
     /// Learner forwards a client write to the leader (zxid −1).
     pub const REQUEST: i32 = 1;
@@ -102,7 +102,7 @@ pub enum PacketError {
 /// epoch must fit the 32 high bits of a zxid (Z4).
 pub const MAX_ACCEPTED_EPOCH: i64 = i32::MAX as i64 - 1;
 
-/// Checks what a learner claims in discovery before the leader acts on it (SPEC Z1, Z4, Z5):
+/// Checks what a learner claims in discovery before the leader acts on it (Z1, Z4, Z5):
 ///
 /// - FOLLOWERINFO / OBSERVERINFO: `zxid` is `acceptedEpoch << 32` with
 ///   `0 <= acceptedEpoch <=` [`MAX_ACCEPTED_EPOCH`] and a zero counter; the data, if any, is

@@ -1,4 +1,4 @@
-//! [`FastLeaderElection`]: ZooKeeper 3.8's fast leader election (SPEC Z7, Z8) as a pure,
+//! [`FastLeaderElection`]: ZooKeeper 3.8's fast leader election (Z7, Z8) as a pure,
 //! deterministic state machine. Inputs are received notifications, ticks and connection
 //! events, each with the current time; outputs are [`Action`]s and
 //! [`next_deadline`](FastLeaderElection::next_deadline).
@@ -166,9 +166,9 @@ impl FastLeaderElection {
         self.current_vote.peer_epoch = peer_epoch;
     }
 
-    /// The server left FOLLOWING/LEADING/OBSERVING (leader lost, SPEC Z6, Z8) or starts up:
+    /// The server left FOLLOWING/LEADING/OBSERVING (leader lost, Z6, Z8) or starts up:
     /// begin a new election instance (`lookForLeader`): round + 1, propose our own initial vote
-    /// and send it to every voter (SPEC Z7).
+    /// and send it to every voter (Z7).
     pub fn start(&mut self, now: Instant) {
         self.state = ServerState::Looking;
         self.logical_clock = self.logical_clock.saturating_add(1);
@@ -355,7 +355,7 @@ impl FastLeaderElection {
         }
     }
 
-    /// The `WorkerReceiver` table (ZAB-NOTES §4.1).
+    /// The `WorkerReceiver` table (ZooKeeper's `FastLeaderElection.Messenger.WorkerReceiver`).
     fn receive(&mut self, now: Instant, from: ServerId, n: Notification) {
         if !self.qv.is_voter(from) {
             // Non-voters (observers, unknown ids) get our current vote at once, never queued.

@@ -366,7 +366,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         })
     }
 
-    /// Gives the peer a transaction log and a state machine (SPEC Z2): the state machine is
+    /// Gives the peer a transaction log and a state machine (Z2): the state machine is
     /// restored from the newest snapshot and the log replayed; the peer then votes with the
     /// log's last zxid, syncs learners from its log when it leads, and takes part in
     /// broadcast. Without this a peer only elects.
@@ -604,7 +604,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     }
                     self.core.handle_notification(now, from, n);
                 }
-                // Malformed notifications are dropped; the receiver keeps going (ZAB-NOTES §6).
+                // Malformed notifications are dropped; the receiver keeps going (ZooKeeper's election notification format, `FastLeaderElection.Notification`).
                 Err(e) => debug!(sid = from.0, "undecodable notification dropped: {e}"),
             },
             TransportEvent::ConnectionUp(s) => self.core.connection_up(now, s),
@@ -940,7 +940,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         self.core.start(now);
         // A server that went LOOKING a moment before us got only our FOLLOWING/LEADING answer;
         // ZooKeeper drops its vote and both sides wait for the 200 ms notification timeout
-        // (ZAB-NOTES §4.1, the race behind its bimodal failover times). We kept the vote: hand
+        // (ZooKeeper's `FastLeaderElection.Messenger.WorkerReceiver`, the race behind its bimodal failover times). We kept the vote: hand
         // it to the new election now. This only delivers a message late, which the election
         // tolerates like any network delay.
         for (from, n) in std::mem::take(&mut self.kept_looking) {

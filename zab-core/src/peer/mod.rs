@@ -1,10 +1,10 @@
 //! `QuorumPeer`: the tokio driver that runs a server through LOOKING → election →
-//! LEADING / FOLLOWING / OBSERVING (SPEC Z3, Z7, Z8), with discovery fixing each new epoch with
+//! LEADING / FOLLOWING / OBSERVING (Z3, Z7, Z8), with discovery fixing each new epoch with
 //! a quorum (Z1, Z5) and heartbeats that send a server back to LOOKING (Z6). Embedders follow
 //! its [`PeerStatus`] on a `tokio::sync::watch` channel.
 //!
 //! With [`QuorumPeer::with_replication`] a peer also keeps a transaction log and a state
-//! machine (SPEC Z2): a new leader syncs its learners from its log (DIFF / TRUNC / SNAP), then
+//! machine (Z2): a new leader syncs its learners from its log (DIFF / TRUNC / SNAP), then
 //! orders the writes given to [`PeerHandle::propose`] (followers forward theirs), and every
 //! server applies the committed ones in zxid order.
 //!

@@ -1,4 +1,4 @@
-//! [`QuorumMaj`]: the majority rule, more than half of the voting members (SPEC Z5).
+//! [`QuorumMaj`]: the majority rule, more than half of the voting members (Z5).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -71,7 +71,7 @@ impl QuorumVerifier for QuorumMaj {
         1
     }
 
-    /// SPEC Z5: more than half of the voters.
+    /// Z5: more than half of the voters.
     fn contains_quorum(&self, set: &BTreeSet<ServerId>) -> bool {
         let count = set.iter().filter(|s| self.voters.contains(s)).count();
         count > self.voters.len() / 2

@@ -1,5 +1,5 @@
 //! Quorum verifiers: who votes, with what weight, and which sets of servers form a quorum
-//! (SPEC Z5: "a majority (> n/2 of the voters)"). [`QuorumMaj`] is ZooKeeper's default
+//! (Z5: "a majority (> n/2 of the voters)"). [`QuorumMaj`] is ZooKeeper's default
 //! majority rule, [`QuorumHierarchical`] its groups-and-weights rule. Both also render the
 //! config string carried in election notifications.
 

@@ -1,4 +1,4 @@
-//! The election port's wire format (ZAB-NOTES §5): the initiator's connection header and the
+//! The election port's wire format (ZooKeeper's `QuorumCnxManager`): the initiator's connection header and the
 //! `i32`-length framing of messages, as ZooKeeper 3.8's `QuorumCnxManager` speaks them.
 //! All integers are big-endian.
 

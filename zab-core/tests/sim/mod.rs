@@ -342,7 +342,7 @@ impl Sim {
         Ok(())
     }
 
-    /// The minimal peer around the cores: discovery, sync, heartbeats (SPEC Z6).
+    /// The minimal peer around the cores: discovery, sync, heartbeats (Z6).
     fn peer_tick(&mut self) -> Result<(), String> {
         let ids: Vec<ServerId> = self.nodes.keys().copied().collect();
         for id in &ids {
@@ -414,7 +414,7 @@ impl Sim {
                 let mut quorum = self.followers_of(l, Some(epoch));
                 quorum.insert(l);
                 if !self.qv.contains_quorum(&quorum) {
-                    // lost its quorum (SPEC Z6)
+                    // lost its quorum (Z6)
                     return self.start_election(l);
                 }
                 if self.rng.random_bool(0.3) {

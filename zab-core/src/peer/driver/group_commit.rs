@@ -1,4 +1,4 @@
-//! Group commit for the peer's event loop (SPEC Z2): an established peer takes in the writes
+//! Group commit for the peer's event loop (Z2): an established peer takes in the writes
 //! and quorum packets already waiting, appends their log writes, and makes them durable with
 //! one sync that runs on a blocking thread while the next group gathers (as ZooKeeper's sync
 //! thread does). What vouches for the writes waits for that sync: a learner's ACKs and the

@@ -1,6 +1,6 @@
 //! `TcpTransport`: election connections wire-compatible with ZooKeeper 3.8's
-//! `QuorumCnxManager` (ZAB-NOTES §5) and quorum connections carrying jute `QuorumPacket`s
-//! (ZAB-NOTES §7.1).
+//! `QuorumCnxManager` (ZooKeeper's `QuorumCnxManager`) and quorum connections carrying jute `QuorumPacket`s
+//! (ZooKeeper's `QuorumPacket`).
 //!
 //! Election port rules implemented here:
 //! - the initiator sends the V1 header (`-65536`, sid, addrLen 1..=2048, `host:port`); the acceptor
