@@ -467,12 +467,16 @@ fn zero_weight_voter_is_never_elected() {
 
 // ---------------------------------------------------------------- regressions
 
-/// ZOOKEEPER-1514: a would-be leader must not accept FOLLOWING votes for itself from an old
-/// round (`checkLeader` requires `logicalclock == round` when the leader is us).
-#[test]
-fn zookeeper_1514_old_round_following_votes_for_us_do_not_make_us_lead() {
+/// The ZOOKEEPER-1514 schedule (ZooKeeper's `FLEBackwardElectionRoundTest`): server 3 is
+/// LOOKING in round 5 and receives FOLLOWING votes for itself of round 4 from a quorum. Returns
+/// what those old-round votes made it decide, if anything; `old_rule` is applied to the core
+/// first.
+fn zookeeper_1514_old_round_votes(
+    old_rule: impl FnOnce(&mut FastLeaderElection),
+) -> (FastLeaderElection, Option<zab_core::Decision>) {
     let t0 = Instant::now();
     let mut c = core(3, &[1, 2, 3], &[], zk(), data(1, 0));
+    old_rule(&mut c);
     // we are in round 5 (four earlier elections of ours)
     for _ in 0..5 {
         c.start(t0);
@@ -486,9 +490,20 @@ fn zookeeper_1514_old_round_following_votes_for_us_do_not_make_us_lead() {
             in_state(ServerState::Following, 3, Zxid::ZERO, 4, 1),
         );
     }
-    assert!(decision(&actions(&mut c)).is_none());
+    let d = decision(&actions(&mut c));
+    (c, d)
+}
+
+/// ZOOKEEPER-1514: a would-be leader must not accept FOLLOWING votes for itself from an old
+/// round (`checkLeader` requires `logicalclock == round` when the leader is us).
+#[test]
+fn zookeeper_1514_old_round_following_votes_for_us_do_not_make_us_lead() {
+    let (mut c, d) = zookeeper_1514_old_round_votes(|_| {});
+    assert_eq!(d, None, "old-round FOLLOWING votes decided the election");
     assert_eq!(c.state(), ServerState::Looking);
+    assert_eq!(c.logical_clock(), 5);
     // the same votes of our round do elect us
+    let t0 = Instant::now();
     for from in [1, 2] {
         c.handle_notification(
             t0,
@@ -498,6 +513,22 @@ fn zookeeper_1514_old_round_following_votes_for_us_do_not_make_us_lead() {
     }
     let d = decision(&actions(&mut c)).unwrap();
     assert_eq!(d.state, ServerState::Leading);
+}
+
+/// The same schedule under `checkLeader` as it was before ZOOKEEPER-1514: the old-round votes
+/// make server 3 lead and set its round back from 5 to 4 (the followers that elect it again
+/// are in round 5, so leader and followers disagree on the round).
+#[cfg(feature = "never-in-production")]
+#[test]
+fn zookeeper_1514_pre_fix_check_leader_leads_on_old_round_votes() {
+    let (c, d) =
+        zookeeper_1514_old_round_votes(FastLeaderElection::use_pre_1514_check_leader_for_tests);
+    let d = d.expect("the pre-fix checkLeader did not lead on the old-round votes");
+    assert_eq!(
+        (d.state, d.vote.leader, d.path),
+        (ServerState::Leading, sid(3), DecisionPath::OutOfElection)
+    );
+    assert_eq!(c.logical_clock(), 4, "round set back to the votes' round");
 }
 
 /// `checkLeader`: a server never follows a leader that did not itself say LEADING (the
@@ -553,6 +584,64 @@ fn zookeeper_975_restarted_peer_joins_the_running_leader_despite_stale_votes() {
     assert!(net.run_until_decided(Duration::from_secs(2)));
     assert_eq!(net.view(2), (ServerState::Following, sid(3)));
     assert_eq!(net.view(3).0, ServerState::Leading);
+}
+
+/// The ZOOKEEPER-975 schedule (ZooKeeper's `FLETest.testJoin`): servers 1 and 2 elect 2 while
+/// 3 is down; then 3, the largest id with the same history, starts and first receives the
+/// LOOKING votes of round 1 that 1 and 2 had queued for it (the last vote each sent: for 2),
+/// before their FOLLOWING/LEADING answers. `old_rule` is applied to 3's core. Returns the net
+/// after 3 decided.
+fn zookeeper_975_join(old_rule: impl FnOnce(&mut FastLeaderElection)) -> Net {
+    let mut net = Net::new(&[1, 2, 3], &[], zk(), |_| data(1, 5));
+    net.down.insert(sid(3));
+    net.connect_all();
+    net.start(&[1, 2]);
+    assert!(net.run_until_decided(Duration::from_secs(2)));
+    assert_eq!(net.view(2), (ServerState::Leading, sid(2)));
+    for i in [1, 2] {
+        net.nodes.get_mut(&sid(i)).unwrap().update_election_vote(2);
+    }
+    // 3 starts: a new process, round 1.
+    net.down.remove(&sid(3));
+    let qv = net.qv.clone();
+    let mut joining =
+        FastLeaderElection::new(zk(), sid(3), LearnerType::Participant, qv, data(1, 5));
+    old_rule(&mut joining);
+    net.nodes.insert(sid(3), joining);
+    net.connect_all();
+    let t = net.now;
+    let joining = net.nodes.get_mut(&sid(3)).unwrap();
+    joining.start(t);
+    for from in [1, 2] {
+        joining.handle_notification(t, sid(from), looking(2, Zxid::new(1, 5), 1, 1));
+    }
+    net.pump();
+    assert!(net.run_until_decided(Duration::from_secs(2)));
+    net
+}
+
+/// ZOOKEEPER-975: a server joining a running ensemble must follow its leader, although it has
+/// the largest id and a LOOKING vote of its round from every voter (the stale ones).
+#[test]
+fn zookeeper_975_joining_server_with_stale_votes_from_every_voter_follows() {
+    let net = zookeeper_975_join(|_| {});
+    assert_eq!(net.view(3), (ServerState::Following, sid(2)));
+    assert_eq!(net.view(2), (ServerState::Leading, sid(2)));
+    let d = net.last_decision(3).unwrap();
+    assert_ne!(d.path, DecisionPath::Pre975AllVotersHeard);
+}
+
+/// The same schedule under the termination rule ZooKeeper had before ZOOKEEPER-975 (a vote
+/// from every voter ends the election with our own proposal): server 3 goes LEADING although
+/// 2 leads a quorum.
+#[cfg(feature = "never-in-production")]
+#[test]
+fn zookeeper_975_pre_fix_termination_makes_the_joining_server_lead() {
+    let net = zookeeper_975_join(FastLeaderElection::use_pre_975_termination_for_tests);
+    assert_eq!(net.view(3), (ServerState::Leading, sid(3)));
+    assert_eq!(net.view(2), (ServerState::Leading, sid(2)));
+    let d = net.last_decision(3).unwrap();
+    assert_eq!(d.path, DecisionPath::Pre975AllVotersHeard);
 }
 
 /// ZOOKEEPER-1732/1805/1818: a restarted server joins an established ensemble from FOLLOWING

@@ -41,6 +41,11 @@ pub enum DecisionPath {
     /// A quorum of FOLLOWING/LEADING votes of any round agreed (`outofelection`) and
     /// `checkLeader` held: joining an established ensemble.
     OutOfElection,
+    /// Only under the test-only pre-ZOOKEEPER-975 rule (see
+    /// `FastLeaderElection::use_pre_975_termination_for_tests`): a LOOKING vote of this round
+    /// had arrived from every voter, and the election stopped with our proposal whatever they
+    /// voted for. The fixed election never decides this way.
+    Pre975AllVotersHeard,
 }
 
 /// The outcome of an election.

@@ -41,6 +41,20 @@ struct Instance {
     finalize: Option<Finalize>,
 }
 
+/// Election rules ZooKeeper had before a bug fix, kept so that tests can show the fixed rule
+/// matters. All off unless a test turns one on through a setter of the test-only feature
+/// `never-in-production`; without the feature nothing can turn them on.
+#[derive(Debug, Clone, Copy, Default)]
+struct OldRules {
+    /// Before ZOOKEEPER-975: a LOOKING vote that completed `recvset` (a vote of this round
+    /// from every voter, whatever they voted for) ended the election at once with our own
+    /// proposal, without a quorum agreeing on it and without `finalizeWait`.
+    pre_975_full_recvset_decides: bool,
+    /// Before ZOOKEEPER-1514: `checkLeader` held whenever the leader is us, whatever the round
+    /// of the votes.
+    pre_1514_check_leader_ignores_round: bool,
+}
+
 #[derive(Debug, Clone)]
 struct Finalize {
     deadline: Instant,
@@ -69,6 +83,7 @@ pub struct FastLeaderElection {
     actions: VecDeque<Action>,
     loopback: VecDeque<Notification>,
     pending: VecDeque<(ServerId, Notification)>,
+    old_rules: OldRules,
 }
 
 impl FastLeaderElection {
@@ -98,7 +113,28 @@ impl FastLeaderElection {
             actions: VecDeque::new(),
             loopback: VecDeque::new(),
             pending: VecDeque::new(),
+            old_rules: OldRules::default(),
         }
+    }
+
+    /// Test-only: brings back the termination rule ZooKeeper had before ZOOKEEPER-975. Once a
+    /// LOOKING vote of the current round has arrived from every voter, the election ends with
+    /// our own proposal, even when those votes are for someone else (a server joining a
+    /// running ensemble that still gets the LOOKING votes its peers queued for it while it was
+    /// down goes LEADING). Reached decisions carry
+    /// [`DecisionPath::Pre975AllVotersHeard`]. Never use it in production.
+    #[cfg(feature = "never-in-production")]
+    pub fn use_pre_975_termination_for_tests(&mut self) {
+        self.old_rules.pre_975_full_recvset_decides = true;
+    }
+
+    /// Test-only: brings back `checkLeader` as it was before ZOOKEEPER-1514. When the
+    /// proposed leader is us, the round of the FOLLOWING/LEADING votes is not compared with
+    /// ours, so FOLLOWING votes for us from an old round make us lead (and set our round back
+    /// to theirs). Never use it in production.
+    #[cfg(feature = "never-in-production")]
+    pub fn use_pre_1514_check_leader_for_tests(&mut self) {
+        self.old_rules.pre_1514_check_leader_ignores_round = true;
     }
 
     /// This server's id.
@@ -493,6 +529,19 @@ impl FastLeaderElection {
             from,
             Vote::new(n.leader, n.zxid, n.election_epoch, n.peer_epoch),
         );
+        if self.old_rules.pre_975_full_recvset_decides
+            && self.qv.weight(target.leader) != 0
+            && self
+                .qv
+                .voting_members()
+                .iter()
+                .all(|v| inst.recvset.contains_key(v))
+        {
+            // Old rule: every voter was heard, so stop, whatever they voted for.
+            let heard: BTreeSet<ServerId> = inst.recvset.keys().copied().collect();
+            self.decide_proposal(heard, DecisionPath::Pre975AllVotersHeard);
+            return;
+        }
         let supporters = matching_voters(self.qv.as_ref(), &inst.recvset, &target);
         if self.qv.contains_quorum(&supporters) {
             if fast && self.all_connected_agree(&supporters) {
@@ -522,6 +571,7 @@ impl FastLeaderElection {
                 && Self::check_leader(
                     self.my_id,
                     self.logical_clock,
+                    self.old_rules,
                     &inst.recvset,
                     n.leader,
                     n.election_epoch,
@@ -540,6 +590,7 @@ impl FastLeaderElection {
             && Self::check_leader(
                 self.my_id,
                 self.logical_clock,
+                self.old_rules,
                 &inst.outofelection,
                 n.leader,
                 n.election_epoch,
@@ -551,10 +602,12 @@ impl FastLeaderElection {
     }
 
     /// `checkLeader`: a leader other than us must itself have said LEADING; if the leader is
-    /// us, the votes must be of our current round (ZOOKEEPER-1514).
+    /// us, the votes must be of our current round (ZOOKEEPER-1514; not checked under the
+    /// test-only old rule).
     fn check_leader(
         my_id: ServerId,
         logical_clock: i64,
+        old_rules: OldRules,
         votes: &BTreeMap<ServerId, Vote>,
         leader: ServerId,
         round: i64,
@@ -564,7 +617,7 @@ impl FastLeaderElection {
                 .get(&leader)
                 .is_some_and(|v| v.state == ServerState::Leading)
         } else {
-            logical_clock == round
+            old_rules.pre_1514_check_leader_ignores_round || logical_clock == round
         }
     }
 
