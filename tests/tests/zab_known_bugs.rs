@@ -8,7 +8,7 @@ use ha_tests::zab::ensemble::Ensemble;
 use ha_tests::zab::node::Durable;
 use ha_tests::zab::{ZabConfig, ZabFaultRates};
 use zab_core::txnlog::Txn;
-use zab_core::{Notification, ServerId, ServerState, VoteOrder, Zxid};
+use zab_core::{FastLeaderElection, Notification, ServerId, ServerState, VoteOrder, Zxid};
 
 /// Five voters with the same five transactions of epoch 1; server 1 then synced with a
 /// leader of epoch 2 that wrote nothing, so it alone has `currentEpoch` 2 (ZOOKEEPER-1419).
@@ -113,9 +113,16 @@ fn frame(state: ServerState, leader: i64, zxid: Zxid, round: i64, peer_epoch: i6
     Bytes::from(n.encode())
 }
 
-#[test]
-fn zookeeper_1514_stale_following_votes_for_us_from_an_old_round_do_not_make_us_lead() {
-    let mut e = Ensemble::new(1, scripted(3), 200);
+/// The ZOOKEEPER-1514 schedule on 3 voters (server 3 leads): both followers crash, the leader
+/// goes LOOKING in a new round, and their FOLLOWING votes for it from the old round arrive from
+/// a quorum while they are down. `Err` says when server 3 left LOOKING before they were back;
+/// otherwise the ensemble settles once they are.
+fn zookeeper_1514_schedule(
+    old_rules: Option<fn(&mut FastLeaderElection)>,
+) -> Result<ha_tests::zab::ensemble::ZabStats, String> {
+    let mut c = scripted(3);
+    c.old_election_rules = old_rules;
+    let mut e = Ensemble::new(1, c, 200);
     e.start()
         .and_then(|()| e.calm())
         .unwrap_or_else(|f| panic!("{f}"));
@@ -143,18 +150,144 @@ fn zookeeper_1514_stale_following_votes_for_us_from_an_old_round_do_not_make_us_
             frame(ServerState::Following, 3, zxid, round - 1, epoch),
         );
     }
-    // ZOOKEEPER-1514: before the fix server 3 counted them and went LEADING alone. It must
-    // stay LOOKING while it has no quorum.
+    // Server 3 must stay LOOKING while it has no quorum.
     while e.now() < crashed_at + 2_900 {
         if let Err(f) = e.step() {
             panic!("{f}");
         }
         let state = e.server(3).map(|s| s.core().state());
-        assert_eq!(state, Some(ServerState::Looking), "at {} ms", e.now());
+        if state != Some(ServerState::Looking) {
+            return Err(format!(
+                "at {} ms, with its followers down, server 3 is {state:?} in round {}",
+                e.now(),
+                e.server(3).map_or(0, |s| s.core().logical_clock())
+            ));
+        }
     }
     // Once the followers are back, the ensemble elects again.
     step_until(&mut e, 5_000, |e| e.settled());
-    println!("[ZOOKEEPER-1514] {:?}", e.stats());
+    Ok(e.stats())
+}
+
+#[test]
+fn zookeeper_1514_stale_following_votes_for_us_from_an_old_round_do_not_make_us_lead() {
+    match zookeeper_1514_schedule(None) {
+        Ok(stats) => println!("[ZOOKEEPER-1514] {stats:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The same schedule with `checkLeader` as it was before ZOOKEEPER-1514: server 3 counts the
+/// old-round votes and goes LEADING alone.
+#[test]
+fn zookeeper_1514_pre_fix_check_leader_fails_the_schedule() {
+    let e = zookeeper_1514_schedule(Some(
+        FastLeaderElection::use_pre_1514_check_leader_for_tests,
+    ))
+    .expect_err("the pre-fix checkLeader passed the ZOOKEEPER-1514 schedule");
+    println!("[ZOOKEEPER-1514 pre-fix] caught: {e}");
+    assert!(e.contains("Some(Leading)"), "{e}");
+}
+
+/// The ZOOKEEPER-975 schedule (ZooKeeper's `FLETest.testJoin`) on 3 voters: server 3 (the
+/// largest id) leads, crashes, 1 and 2 elect one of them, and 3 restarts into the running ensemble. The
+/// LOOKING votes of that election that 1 and 2 had queued for 3 while it was down reach it
+/// first, before their FOLLOWING/LEADING answers. `Err` says when a server other than the
+/// running leader went LEADING, or the leader lost its epoch, before the ensemble settled.
+fn zookeeper_975_join_schedule(
+    seed: u64,
+    old_rules: Option<fn(&mut FastLeaderElection)>,
+) -> Result<(), String> {
+    let mut c = scripted(3);
+    c.old_election_rules = old_rules;
+    let mut e = Ensemble::new(seed, c, 200);
+    e.start()
+        .and_then(|()| e.calm())
+        .unwrap_or_else(|f| panic!("{f}"));
+    step_until(&mut e, 5_000, |e| e.settled());
+    assert!(e.server(3).is_some_and(|s| s.is_established_leader()));
+    e.crash(3, 1_000);
+    // 1 and 2 elect one of them; keep the LOOKING vote they decided on (what each last sent
+    // to 3).
+    let leading = |e: &Ensemble| {
+        [1, 2].into_iter().find(|i| {
+            e.server(*i)
+                .is_some_and(|s| s.core().state() == ServerState::Leading)
+        })
+    };
+    step_until(&mut e, 5_000, |e| leading(e).is_some());
+    let l = leading(&e).unwrap_or(2);
+    let v = e.server(l).map(|s| s.core().current_vote()).expect("runs");
+    step_until(&mut e, 5_000, |e| {
+        e.server(l).is_some_and(|s| s.is_established_leader())
+    });
+    let epoch = e.server(l).and_then(|s| s.established());
+    step_until(&mut e, 5_000, |e| e.server(3).is_some());
+    for from in [1, 2] {
+        e.inject_vote(
+            from,
+            3,
+            frame(
+                ServerState::Looking,
+                l,
+                v.zxid,
+                v.election_epoch,
+                v.peer_epoch,
+            ),
+        );
+    }
+    let end = e.now() + 5_000;
+    while !e.settled() {
+        assert!(
+            e.now() < end,
+            "seed {seed}: the ensemble did not settle again"
+        );
+        if let Err(f) = e.step() {
+            panic!("{f}");
+        }
+        for i in [1, 2, 3].into_iter().filter(|i| *i != l) {
+            let s = e.server(i).map(|s| s.core().state());
+            if s == Some(ServerState::Leading) {
+                return Err(format!(
+                    "seed {seed}: at {} ms server {i} is LEADING while {l} leads",
+                    e.now()
+                ));
+            }
+        }
+        let ls = e.server(l);
+        if !ls.is_some_and(|s| s.is_established_leader() && s.established() == epoch) {
+            return Err(format!(
+                "seed {seed}: at {} ms server {l} lost epoch {epoch:?}",
+                e.now()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn zookeeper_975_restarted_largest_id_with_stale_queued_votes_follows_the_running_leader() {
+    for seed in 0..20 {
+        if let Err(e) = zookeeper_975_join_schedule(seed, None) {
+            panic!("{e}");
+        }
+    }
+}
+
+/// The same schedule with the termination rule before ZOOKEEPER-975 (a vote from every voter
+/// ends the election with our own proposal): the restarted server goes LEADING.
+#[test]
+fn zookeeper_975_pre_fix_termination_fails_the_join_schedule() {
+    let old: fn(&mut FastLeaderElection) = FastLeaderElection::use_pre_975_termination_for_tests;
+    let caught: Vec<String> = (0..20)
+        .filter_map(|seed| zookeeper_975_join_schedule(seed, Some(old)).err())
+        .collect();
+    println!(
+        "[ZOOKEEPER-975 pre-fix] caught on {} of 20 seeds",
+        caught.len()
+    );
+    assert_eq!(caught.len(), 20, "not caught on every seed: {caught:?}");
+    assert!(caught[0].contains("server 3 is LEADING"), "{}", caught[0]);
 }
 
 #[test]

@@ -634,7 +634,9 @@ impl Ensemble {
     fn check_decision(&self, sid: ServerId, d: &zab_core::Decision) -> Result<(), ZabViolation> {
         let in_round = matches!(
             d.path,
-            DecisionPath::FinalizeWait | DecisionPath::AllConnectedAgreed
+            DecisionPath::FinalizeWait
+                | DecisionPath::AllConnectedAgreed
+                | DecisionPath::Pre975AllVotersHeard
         );
         if !in_round || d.state != ServerState::Leading {
             return Ok(());
@@ -915,11 +917,11 @@ impl Ensemble {
 
     fn restart(&mut self, sid: ServerId) -> Result<(), ZabViolation> {
         let now = self.at(self.now);
-        let (qv, election, timing) = (self.qv.clone(), self.cfg.election.clone(), self.cfg.timing);
+        let qv = self.qv.clone();
         let mut out = Outbox::new();
         if let Some(slot) = self.slots.get_mut(&sid) {
             slot.restart_at = None;
-            let s = Server::start(now, sid, qv, election, timing, &mut slot.durable, &mut out);
+            let s = Server::start(now, sid, qv, &self.cfg, &mut slot.durable, &mut out);
             slot.server = Some(s);
         }
         self.note(|| format!("start {}", sid.0));

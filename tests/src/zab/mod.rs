@@ -8,7 +8,7 @@ pub mod node;
 use std::time::Duration;
 
 use zab_core::discovery::Timing;
-use zab_core::ElectionConfig;
+use zab_core::{ElectionConfig, FastLeaderElection};
 
 use crate::net::NetConfig;
 
@@ -87,6 +87,10 @@ pub struct ZabConfig {
     /// Initial durable history by server id, or `None` for a random one (varied epochs and
     /// zxids that often tie on the zxid across epochs: the ZOOKEEPER-1419 trap).
     pub initial: Option<fn(i64) -> node::Durable>,
+    /// Applied to every election core as it is built, before its first round: a test turns
+    /// on one of zab-core's pre-fix election rules with it (its `never-in-production`
+    /// setters), to show the schedule that needs the fix fails without it. `None` normally.
+    pub old_election_rules: Option<fn(&mut FastLeaderElection)>,
 }
 
 impl ZabConfig {
@@ -121,6 +125,7 @@ impl ZabConfig {
             write: 0.3,
             hierarchical: false,
             initial: None,
+            old_election_rules: None,
         }
     }
 }

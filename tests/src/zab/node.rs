@@ -16,10 +16,12 @@ use zab_core::discovery::{
     QuorumPacket, Timing,
 };
 use zab_core::store::PersistedEpochs;
+
+use super::ZabConfig;
 use zab_core::txnlog::Txn;
 use zab_core::{
-    Action, Decision, ElectionConfig, FastLeaderElection, LearnerType, Notification,
-    QuorumVerifier, ServerId, ServerState, VoteData, Zxid,
+    Action, Decision, FastLeaderElection, LearnerType, Notification, QuorumVerifier, ServerId,
+    ServerState, VoteData, Zxid,
 };
 
 /// What a server survives a crash with: its epochs and its (always flushed) transaction log.
@@ -158,18 +160,27 @@ impl Server {
         now: Instant,
         me: ServerId,
         qv: Arc<dyn QuorumVerifier>,
-        config: ElectionConfig,
-        timing: Timing,
+        cfg: &ZabConfig,
         durable: &mut Durable,
         out: &mut Outbox,
     ) -> Server {
+        let timing = cfg.timing;
         let voter = qv.is_voter(me);
         let lt = if voter {
             LearnerType::Participant
         } else {
             LearnerType::Observer
         };
-        let core = FastLeaderElection::new(config, me, lt, qv.clone(), durable.vote_data());
+        let mut core = FastLeaderElection::new(
+            cfg.election.clone(),
+            me,
+            lt,
+            qv.clone(),
+            durable.vote_data(),
+        );
+        if let Some(apply) = cfg.old_election_rules {
+            apply(&mut core);
+        }
         let mut s = Server {
             me,
             voter,
