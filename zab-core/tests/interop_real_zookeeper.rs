@@ -3,8 +3,11 @@
 //!
 //! With our peer as sid 1 (real servers 2 and 3):
 //! - ZooKeeper's election notifications decode here and ours are accepted there: our peer
-//!   decides FOLLOWING the leader the real servers report with `srvr`, and the real leader's log
-//!   names our sid as a notification sender;
+//!   decides FOLLOWING the leader the real servers report with `srvr`, and every notification
+//!   the real leader logged from our sid (`Notification: my state:…; n.sid:…, n.state:…,
+//!   n.leader:…, n.round:0x…, n.peerEpoch:0x…, n.zxid:0x…, message format version:0x…`, logged
+//!   at INFO by `FastLeaderElection.Messenger.WorkerReceiver`) is one our peer sent it, field
+//!   for field;
 //! - our learner speaks discovery with a real leader (FOLLOWERINFO → LEADERINFO → ACKEPOCH →
 //!   DIFF or SNAP (the snapshot body is skipped) / NEWLEADER → ACK → UPTODATE → ACK, PING
 //!   echoes) and the epoch is established;
@@ -13,7 +16,8 @@
 //!   with our acknowledgement, since it needs us for a quorum.
 //!
 //! With our peer as sid 3 (real servers 1 and 2): every vote goes to us, and both real servers
-//! complete discovery and synchronisation with our leader and serve as its followers.
+//! complete discovery and synchronisation with our leader and serve as its followers, and both
+//! logged our votes with the values we sent.
 //!
 //! Fails (not skips) when `CI` is set and ZooKeeper is missing.
 
@@ -21,16 +25,21 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use ha_testkit::{ExternalServer, ServerMode, ZkEnsemble};
 use tokio::net::TcpListener;
+use zab_core::discovery::QuorumPacket;
 use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, PeerHandle, QuorumPeer};
 use zab_core::store::MemoryElectionStore;
-use zab_core::transport::{PeerAddrs, TcpConfig, TcpTransport};
-use zab_core::{ElectionConfig, LearnerType, QuorumMaj, ServerEntry, ServerId, ServerState};
+use zab_core::transport::{PeerAddrs, TcpConfig, TcpTransport, Transport, TransportEvent};
+use zab_core::{
+    ElectionConfig, LearnerType, Notification, QuorumMaj, ServerEntry, ServerId, ServerState,
+};
 
 const TICK: Duration = Duration::from_millis(200);
 
@@ -55,6 +64,123 @@ async fn eventually<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> O
     }
 }
 
+/// The election notifications our peer handed to its transport, by recipient.
+type Sent = Arc<Mutex<Vec<(ServerId, Notification)>>>;
+
+/// Our TCP transport, recording every election notification it is asked to send.
+struct Recording {
+    inner: TcpTransport,
+    sent: Sent,
+}
+
+#[async_trait::async_trait]
+impl Transport for Recording {
+    fn my_sid(&self) -> ServerId {
+        self.inner.my_sid()
+    }
+    fn send_election(&mut self, to: ServerId, payload: Bytes) {
+        if let Ok(n) = Notification::decode(&payload) {
+            self.sent.lock().unwrap().push((to, n));
+        }
+        self.inner.send_election(to, payload);
+    }
+    fn send_notification(&mut self, to: ServerId, notification: &Notification) {
+        self.sent.lock().unwrap().push((to, notification.clone()));
+        self.inner.send_notification(to, notification);
+    }
+    fn connect_all(&mut self) {
+        self.inner.connect_all();
+    }
+    fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket) {
+        self.inner.send_quorum(to, packet);
+    }
+    fn close_quorum(&mut self, peer: ServerId) {
+        self.inner.close_quorum(peer);
+    }
+    fn refuse_quorum(&mut self, peer: ServerId) {
+        self.inner.refuse_quorum(peer);
+    }
+    async fn recv(&mut self) -> Option<TransportEvent> {
+        self.inner.recv().await
+    }
+}
+
+/// A vote as ZooKeeper logs a received notification: (n.state, n.leader, n.round, n.peerEpoch,
+/// n.zxid, message format version).
+type LoggedVote = (String, i64, i64, i64, i64, i32);
+
+fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = line.find(name)? + name.len();
+    let rest = &line[start..];
+    let end = rest.find([',', ';']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+fn hex(v: &str) -> Option<i64> {
+    u64::from_str_radix(v.strip_prefix("0x")?, 16)
+        .ok()
+        .map(|u| u as i64)
+}
+
+/// Every notification from `from` that a real server logged on receipt.
+fn logged_votes(log: &str, from: u64) -> Vec<LoggedVote> {
+    let sid = format!("n.sid:{from},");
+    log.lines()
+        .filter(|l| l.contains("Notification: my state:") && l.contains(&sid))
+        .filter_map(|l| {
+            Some((
+                field(l, "n.state:")?.to_string(),
+                field(l, "n.leader:")?.parse().ok()?,
+                hex(field(l, "n.round:")?)?,
+                hex(field(l, "n.peerEpoch:")?)?,
+                hex(field(l, "n.zxid:")?)?,
+                i32::try_from(hex(field(l, "message format version:")?)?).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The real server `real` logged at least one notification from our sid `ours`, and each one
+/// it logged has the state, leader, round, peer epoch, zxid and format version of a
+/// notification our peer sent to it. Returns what it logged.
+fn assert_real_server_read_our_votes(
+    zk: &ZkEnsemble,
+    real: u64,
+    ours: u64,
+    sent: &Sent,
+) -> Vec<LoggedVote> {
+    let ours_to_it: Vec<LoggedVote> = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(to, _)| *to == ServerId(real as i64))
+        .map(|(_, n)| {
+            (
+                n.state.to_string(),
+                n.leader.0,
+                n.election_epoch,
+                n.peer_epoch,
+                n.zxid.0,
+                n.version,
+            )
+        })
+        .collect();
+    let log = zk.log(real);
+    let logged = logged_votes(&log, ours);
+    assert!(
+        !logged.is_empty(),
+        "real server {real} logged no notification from sid {ours} (we sent it {ours_to_it:?})"
+    );
+    for v in &logged {
+        assert!(
+            ours_to_it.contains(v),
+            "real server {real} read the vote {v:?} from sid {ours}, which our peer never sent \
+             it; we sent {ours_to_it:?}"
+        );
+    }
+    logged
+}
+
 fn mode(zk: &ZkEnsemble, sid: u64) -> Option<ServerMode> {
     zk.srvr(sid).ok().map(|s| s.mode)
 }
@@ -63,7 +189,7 @@ fn mode(zk: &ZkEnsemble, sid: u64) -> Option<ServerMode> {
 async fn mixed_ensemble(
     ours: u64,
     real: [u64; 2],
-) -> (ZkEnsemble, PeerHandle, MemoryElectionStore) {
+) -> (ZkEnsemble, PeerHandle, MemoryElectionStore, Sent) {
     // Logs of our peer, shown for a failing run (RUST_LOG=zab_core=debug for more).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
@@ -133,11 +259,16 @@ async fn mixed_ensemble(
         connect_grace: Duration::from_millis(100),
     };
     let store = MemoryElectionStore::default();
-    let peer = QuorumPeer::new(cfg, tcp, store.clone())
+    let sent = Sent::default();
+    let recording = Recording {
+        inner: tcp,
+        sent: sent.clone(),
+    };
+    let peer = QuorumPeer::new(cfg, recording, store.clone())
         .await
         .unwrap()
         .spawn();
-    (zk, peer, store)
+    (zk, peer, store, sent)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,7 +279,7 @@ async fn zookeeper_3_8_interop_our_peer_follows_the_real_leader_and_reelects_by_
         return;
     }
     let _serial = SERIAL.lock().await;
-    let (mut zk, peer, store) = mixed_ensemble(1, [2, 3]).await;
+    let (mut zk, peer, store, sent) = mixed_ensemble(1, [2, 3]).await;
 
     // 1-3. Our peer follows the leader the real servers report, with the epoch established
     // through discovery with it. (Which real server leads depends on which JVM came up first:
@@ -179,10 +310,14 @@ async fn zookeeper_3_8_interop_our_peer_follows_the_real_leader_and_reelects_by_
     .expect("the other real server follows");
     let epoch = est.epoch.unwrap_or_default();
     assert_eq!(store.snapshot().current_epoch, epoch);
-    // The real leader logged our notifications: it decoded them and named our sid.
-    assert!(
-        zk.log(real_leader).contains("n.sid:1"),
-        "the real leader never logged a notification from sid 1"
+    // The real leader read our votes back as we sent them: leader, round, peer epoch, zxid.
+    let read = assert_real_server_read_our_votes(&zk, real_leader, 1, &sent);
+    println!("real leader {real_leader} read our votes, each as we sent it: {read:?}");
+    // The first one is our initial vote: for ourselves, with our (empty) history, round 1.
+    assert_eq!(
+        read.first().map(|v| (v.0.as_str(), v.1, v.2, v.3, v.4)),
+        Some(("LOOKING", 1, 1, 0, 0)),
+        "the real leader did not read our initial vote first"
     );
 
     // 4. Kill the real leader. ZooKeeper's order (peerEpoch, zxid, sid) sends every vote to the
@@ -225,7 +360,7 @@ async fn zookeeper_3_8_interop_real_servers_follow_our_leader() {
     // Our peer has the largest sid: with equal epochs and zxids every vote goes to it, and the
     // real servers run discovery and synchronisation with our leader (FOLLOWERINFO, LEADERINFO,
     // ACKEPOCH, DIFF, NEWLEADER, ACK, UPTODATE, PINGs) before they serve as followers.
-    let (zk, peer, store) = mixed_ensemble(3, [1, 2]).await;
+    let (zk, peer, store, sent) = mixed_ensemble(3, [1, 2]).await;
     let led = peer
         .wait_for(Duration::from_secs(60), |s| s.is_established_leader())
         .await
@@ -244,10 +379,23 @@ async fn zookeeper_3_8_interop_real_servers_follow_our_leader() {
             zk.log(sid)
         );
     }
-    // They stay with us across several heartbeat periods (syncLimit * tickTime = 1 s).
-    tokio::time::sleep(TICK * 8).await;
-    assert_eq!(peer.current().epoch, Some(epoch));
+    // Both real servers read our votes back as we sent them.
     for sid in [1u64, 2] {
-        assert_eq!(mode(&zk, sid), Some(ServerMode::Follower));
+        let read = assert_real_server_read_our_votes(&zk, sid, 3, &sent);
+        println!("real server {sid} read our votes, each as we sent it: {read:?}");
+        assert!(
+            read.iter().any(|v| v.1 == 3),
+            "real server {sid} never read a vote of ours for ourselves"
+        );
+    }
+    // They stay with us across several heartbeat periods (syncLimit * tickTime = 1 s). The
+    // length of time is what is tested here, so the test waits it out, checking all along.
+    let until = tokio::time::Instant::now() + TICK * 8;
+    while tokio::time::Instant::now() < until {
+        assert_eq!(peer.current().epoch, Some(epoch));
+        for sid in [1u64, 2] {
+            assert_eq!(mode(&zk, sid), Some(ServerMode::Follower));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
