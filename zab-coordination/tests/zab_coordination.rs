@@ -38,6 +38,25 @@ where
     Err(format!("timed out waiting for {what}"))
 }
 
+/// Polls `f` every 100 ms for the whole of `period`; `Err` carries how long after the start
+/// it first failed. For the tests whose subject is that something lasts.
+async fn holds_for<F, Fut>(period: Duration, mut f: F) -> Result<(), Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = tokio::time::Instant::now();
+    loop {
+        if !f().await {
+            return Err(start.elapsed());
+        }
+        if start.elapsed() >= period {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_on_a_three_server_zab_ensemble() -> TestResult {
     let ensemble = ZabEnsemble::start(3).await?;
@@ -190,12 +209,14 @@ async fn z6_a_silent_session_is_expired_by_the_leader_and_its_ephemerals_vanish_
     quiet.create("/eph", b"", CreateMode::Ephemeral).await?;
     let session = quiet.session_id();
     let mut quiet_events = quiet.events();
-    // Heartbeats through the follower keep it alive well past its timeout.
-    tokio::time::sleep(Duration::from_millis(3000)).await;
-    assert!(
-        other.exists("/eph", false).await?.is_some(),
-        "expired while alive"
-    );
+    // Heartbeats through the follower keep it alive well past its timeout. That it lasts is
+    // the subject here, so the test watches it for twice the session timeout.
+    holds_for(Duration::from_millis(3000), || async {
+        other.exists("/eph", false).await.ok().flatten().is_some()
+            && ensemble.session_open_on(leader, session) == Some(true)
+    })
+    .await
+    .map_err(|at| format!("expired while alive, {at:?} after the wait began"))?;
 
     // Cut off: no more touches; the leader expires it.
     assert!(CoordinationCluster::disconnect(&ensemble, session).await?);
@@ -271,9 +292,13 @@ async fn z6_a_client_of_a_partitioned_follower_moves_to_a_serving_server_keeping
         .await?
         .ok_or("ephemeral lost")?;
     assert_eq!(stat.ephemeral_owner, session);
-    // Well past the session timeout: still alive (touched through the new server).
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(client.exists("/mine", false).await?.is_some());
+    // Well past the session timeout: still alive (touched through the new server). That it
+    // lasts is the subject here, so the test watches it for more than the session timeout.
+    holds_for(Duration::from_secs(4), || async {
+        client.exists("/mine", false).await.ok().flatten().is_some()
+    })
+    .await
+    .map_err(|at| format!("the moved session's ephemeral vanished {at:?} after the move"))?;
     ensemble.heal();
     Ok(())
 }

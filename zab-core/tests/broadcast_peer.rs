@@ -10,7 +10,7 @@ mod peer_support;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use peer_support::{config, settled};
+use peer_support::{config, gone, settled};
 use zab_core::peer::{PeerHandle, QuorumPeer};
 use zab_core::state_machine::{RecordingStateMachine, SnapshotError, StateMachine};
 use zab_core::store::MemoryElectionStore;
@@ -132,7 +132,7 @@ async fn z2_writes_are_applied_everywhere_in_one_order_and_survive_a_leader_cras
     wait_applied(&[&servers[0], &servers[1]], 25).await;
 
     // 3 restarts from its log and catches up by DIFF.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    gone(&h[2], SETTLE).await;
     servers[2].sm.with(|s| s.reset());
     h[2] = start(&net, 3, &servers[2]).await;
     settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
@@ -231,7 +231,22 @@ async fn z2_peers_snapshot_every_snap_count_and_a_server_behind_the_compaction_i
         assert!(h[2].propose(format!("w{i}").into()));
     }
     wait_applied(&[&servers[1], &servers[2]], 45).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Snapshots are taken and the log compacted after the apply: wait for both.
+    let w40 = servers[2].sm.applied()[39].zxid;
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    while !servers[1..].iter().all(|s| {
+        s.log
+            .latest_snapshot()
+            .ok()
+            .flatten()
+            .is_some_and(|snap| snap.zxid >= w40 && s.log.txns().iter().all(|t| t.zxid > snap.zxid))
+    }) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "servers 2 and 3 did not snapshot past the 40th write and compact their logs"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     for s in &servers[1..] {
         let snap = s
             .log

@@ -16,7 +16,7 @@ use zab_core::state_machine::{RecordingStateMachine, SnapshotError, StateMachine
 use zab_core::store::MemoryElectionStore;
 use zab_core::transport::MemoryNetwork;
 use zab_core::txnlog::{MemoryTxnLog, Snapshot, Txn};
-use zab_core::{ServerId, Zxid};
+use zab_core::{ServerId, ServerState, Zxid};
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -119,7 +119,11 @@ async fn z6_sync_fails_on_a_server_that_serves_no_epoch() {
     let net = MemoryNetwork::new();
     let sms: Vec<Shared> = (0..3).map(|_| Shared::default()).collect();
     let h = ensemble(&net, &sms[..1]).await; // alone: never established
+    assert_eq!(h[0].sync().await, Err(SyncError::NotServing));
+    // Alone it never comes to serve: that nothing changes for a while is the subject here, so
+    // the test waits 300 ms (past the first notification timeouts) and asks again.
     tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h[0].current().state, ServerState::Looking);
     assert_eq!(h[0].sync().await, Err(SyncError::NotServing));
 }
 

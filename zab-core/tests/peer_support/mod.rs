@@ -65,3 +65,29 @@ pub async fn settled(peers: &[&PeerHandle], timeout: Duration) -> (ServerId, i64
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// Waits until the task of the killed `peer` has ended (its transport and store dropped with
+/// it), for at most `timeout`.
+pub async fn gone(peer: &PeerHandle, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !peer.is_finished() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a killed peer still runs {timeout:?} later"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Asserts `check` holds at every poll (every 20 ms) for the whole of `period`: for the tests
+/// whose subject is that something does *not* happen for a while.
+pub async fn holds_for(period: Duration, mut check: impl FnMut()) {
+    let end = tokio::time::Instant::now() + period;
+    loop {
+        check();
+        if tokio::time::Instant::now() >= end {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
