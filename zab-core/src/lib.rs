@@ -201,7 +201,7 @@ pub use election::{Action, Decision, DecisionPath, ElectionConfig, FastLeaderEle
 pub use notification::{DecodeError, Notification};
 pub use quorum::{QuorumHierarchical, QuorumMaj, QuorumVerifier, ServerEntry};
 pub use types::{LearnerType, ServerId, ServerState};
-pub use vote::{total_order_predicate, Candidate, Vote, VoteOrder};
+pub use vote::{total_order_predicate, Candidate, Vote};
 pub use zxid::Zxid;
 
 /// The guide `docs/testing-election-logic.md`, compiled and run as doctests.

@@ -180,7 +180,7 @@ fn mod_file(specs: &[Spec]) -> String {
         let _ = writeln!(
             s,
             "\n/// A {lower} body of any API this crate implements.\n\
-             #[derive(Debug, Clone, PartialEq)]\npub enum {kind}Body {{"
+             #[derive(Debug, Clone, PartialEq)]\n#[non_exhaustive]\npub enum {kind}Body {{"
         );
         let mut rows = Vec::new();
         for pair in by_key.values() {
