@@ -19,6 +19,7 @@ pub use model::{parse_spec, Spec};
 
 /// Why the specs could not be turned into code.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GenError {
     /// A file could not be read.
     #[error("reading {path}: {source}")]
