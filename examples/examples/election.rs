@@ -54,11 +54,7 @@ struct Cluster {
 }
 
 fn timing() -> Timing {
-    Timing {
-        tick_time: Duration::from_millis(200),
-        init_limit: 10,
-        sync_limit: 5,
-    }
+    Timing::new(Duration::from_millis(200), 10, 5)
 }
 
 impl Cluster {
@@ -196,14 +192,10 @@ impl Cluster {
 }
 
 fn peer_config(sid: ServerId, quorum: Arc<QuorumMaj>) -> PeerConfig {
-    PeerConfig {
-        my_id: sid,
-        learner_type: LearnerType::Participant,
-        quorum,
-        election: ElectionConfig::default(),
-        timing: timing(),
-        connect_grace: Duration::from_millis(100),
-    }
+    PeerConfig::new(sid, LearnerType::Participant, quorum)
+        .with_election(ElectionConfig::default())
+        .with_timing(timing())
+        .with_connect_grace(Duration::from_millis(100))
 }
 
 /// Binds `addr` again, retrying while a just-killed peer's listener is still being dropped.

@@ -140,14 +140,10 @@ async fn ours_run(n: usize) -> (Duration, Duration) {
     for (sid, e, q) in listeners {
         let cfg = TcpConfig::new(ServerId(sid), addrs[&ServerId(sid)].election, addrs.clone());
         let t = TcpTransport::start(cfg, e, q).expect("transport");
-        let pc = PeerConfig {
-            my_id: ServerId(sid),
-            learner_type: LearnerType::Participant,
-            quorum: qv.clone(),
-            election: ElectionConfig::default(),
-            timing: Timing::default(),
-            connect_grace: Duration::from_millis(100),
-        };
+        let pc = PeerConfig::new(ServerId(sid), LearnerType::Participant, qv.clone())
+            .with_election(ElectionConfig::default())
+            .with_timing(Timing::default())
+            .with_connect_grace(Duration::from_millis(100));
         let peer = QuorumPeer::new(pc, t, MemoryElectionStore::default())
             .await
             .expect("peer");

@@ -11,6 +11,7 @@ use crate::{DecodeError, EncodeError};
 /// The APIs this crate implements, with their numeric keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(i16)]
+#[non_exhaustive]
 pub enum ApiKey {
     /// Produce (0).
     Produce = 0,

@@ -163,6 +163,7 @@ impl ChunkedWriter {
     }
 
     /// The chunks, in order; their concatenation is everything written.
+    #[must_use = "dropping the chunks loses everything written"]
     pub fn into_chunks(mut self) -> Vec<Bytes> {
         if !self.current.is_empty() {
             self.chunks.push(self.current.freeze());
@@ -171,6 +172,7 @@ impl ChunkedWriter {
     }
 
     /// Everything written, as one contiguous buffer (copies when there is more than one chunk).
+    #[must_use = "dropping the buffer loses everything written"]
     pub fn into_bytes(self) -> Bytes {
         let mut chunks = self.into_chunks();
         if chunks.len() == 1 {

@@ -14,6 +14,7 @@ macro_rules! error_codes {
         /// `ErrorCode::from_code(c).code() == c` holds for every `i16`: codes outside the table
         /// are kept in [`ErrorCode::Unknown`].
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum ErrorCode {
             $(
                 $(#[$doc])*

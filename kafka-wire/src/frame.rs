@@ -119,6 +119,7 @@ mod codec {
 
     /// Why [`KafkaFrameCodec`] failed.
     #[derive(Debug, Error)]
+    #[non_exhaustive]
     pub enum FrameError {
         /// The transport failed.
         #[error("i/o: {0}")]

@@ -24,6 +24,7 @@ const START_ATTEMPTS: usize = 3;
 /// A quorum member that is not a ZooKeeper process started by the harness (for example our own
 /// peer implementation), listed in every server's `zoo.cfg` as `server.<sid>=host:quorum:election`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExternalServer {
     /// The member's server id (`myid`).
     pub sid: u64,
@@ -33,6 +34,18 @@ pub struct ExternalServer {
     pub quorum_port: u16,
     /// Leader-election port.
     pub election_port: u16,
+}
+
+impl ExternalServer {
+    /// A member `sid` listening on `host` with these quorum and election ports.
+    pub fn new(sid: u64, host: impl Into<String>, quorum_port: u16, election_port: u16) -> Self {
+        ExternalServer {
+            sid,
+            host: host.into(),
+            quorum_port,
+            election_port,
+        }
+    }
 }
 
 /// The ports of one server started by the harness.
@@ -48,6 +61,7 @@ pub struct ServerPorts {
 
 /// Configures and starts a [`ZkEnsemble`].
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `start` is called"]
 pub struct ZkEnsembleBuilder {
     servers: usize,
     first_sid: u64,
@@ -182,6 +196,7 @@ struct Server {
 /// Real ZooKeeper servers on loopback. Dropping it kills exactly the processes it started and
 /// removes their directories.
 #[derive(Debug)]
+#[must_use = "dropping the ensemble kills its servers"]
 pub struct ZkEnsemble {
     install: Installation,
     heap_mb: u32,

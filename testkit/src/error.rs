@@ -5,6 +5,7 @@ use std::time::Duration;
 
 /// Everything that can go wrong while starting, probing or stopping ZooKeeper servers.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TestkitError {
     /// ZooKeeper (its jar) or a Java runtime is not installed; `CI` is set, so the test must fail.
     #[error("ZooKeeper is not available ({0}); install Debian's `zookeeper` package (scripts/test.sh does)")]

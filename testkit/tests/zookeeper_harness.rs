@@ -101,12 +101,7 @@ fn external_members_are_listed_in_every_config() -> Result<(), ha_testkit::Testk
     let ports = free_ports(2)?;
     let zk = ZkEnsemble::builder()
         .servers(2)
-        .external(ExternalServer {
-            sid: 7,
-            host: "127.0.0.1".into(),
-            quorum_port: ports[0],
-            election_port: ports[1],
-        })
+        .external(ExternalServer::new(7, "127.0.0.1", ports[0], ports[1]))
         .config("cnxTimeout", "500")
         .start()?;
     for sid in zk.sids() {

@@ -8,7 +8,7 @@ use ha_tests::zab::ensemble::Ensemble;
 use ha_tests::zab::node::Durable;
 use ha_tests::zab::{ZabConfig, ZabFaultRates};
 use zab_core::txnlog::Txn;
-use zab_core::{FastLeaderElection, Notification, ServerId, ServerState, VoteOrder, Zxid};
+use zab_core::{FastLeaderElection, Notification, ServerId, ServerState, Zxid};
 
 /// Five voters with the same five transactions of epoch 1; server 1 then synced with a
 /// leader of epoch 2 that wrote nothing, so it alone has `currentEpoch` 2 (ZOOKEEPER-1419).
@@ -23,12 +23,23 @@ fn epoch_tie(id: i64) -> Durable {
     }
 }
 
-fn zookeeper_1419_config(order: VoteOrder) -> ZabConfig {
+/// Vote order of a ZOOKEEPER-1419 scenario.
+#[derive(Clone, Copy)]
+enum Order {
+    /// ZooKeeper's fixed order.
+    Fixed,
+    /// The order before the fix (zab-core's `never-in-production` feature).
+    PreFix,
+}
+
+fn zookeeper_1419_config(order: Order) -> ZabConfig {
     let mut c = ZabConfig::new(5, 0);
     c.faults = ZabFaultRates::none();
     c.chaos_ms = 1_500;
     c.initial = Some(epoch_tie);
-    c.election.vote_order = order;
+    if let Order::PreFix = order {
+        c.election = c.election.clone().with_broken_pre_1419_order();
+    }
     c.election.fast_decide = false;
     c
 }
@@ -37,7 +48,7 @@ fn zookeeper_1419_config(order: VoteOrder) -> ZabConfig {
 fn zookeeper_1419_fixed_vote_order_elects_the_newest_epoch_on_every_seed() {
     let s = run_zab_seeds(
         "ZOOKEEPER-1419 fixed order",
-        |_| zookeeper_1419_config(VoteOrder::ZooKeeper),
+        |_| zookeeper_1419_config(Order::Fixed),
         0..60,
         false,
     );
@@ -46,7 +57,7 @@ fn zookeeper_1419_fixed_vote_order_elects_the_newest_epoch_on_every_seed() {
         panic!("{f}");
     }
     // And the leader is the one with the newest epoch.
-    let mut e = Ensemble::new(1, zookeeper_1419_config(VoteOrder::ZooKeeper), 0);
+    let mut e = Ensemble::new(1, zookeeper_1419_config(Order::Fixed), 0);
     if let Err(f) = e.run() {
         panic!("{f}");
     }
@@ -57,7 +68,7 @@ fn zookeeper_1419_fixed_vote_order_elects_the_newest_epoch_on_every_seed() {
 fn zookeeper_1419_pre_fix_vote_order_is_caught_within_20_seeds() {
     let s = run_zab_seeds(
         "ZOOKEEPER-1419 pre-fix order",
-        |_| zookeeper_1419_config(VoteOrder::BrokenPre1419),
+        |_| zookeeper_1419_config(Order::PreFix),
         0..20,
         true,
     );
@@ -68,7 +79,7 @@ fn zookeeper_1419_pre_fix_vote_order_is_caught_within_20_seeds() {
     println!("caught at seed {}: {}", f.seed, f.violation);
     // The seed replays the same violation.
     let (_, again) =
-        ha_tests::zab::ensemble::run_seed(f.seed, &zookeeper_1419_config(VoteOrder::BrokenPre1419));
+        ha_tests::zab::ensemble::run_seed(f.seed, &zookeeper_1419_config(Order::PreFix));
     assert_eq!(again.map(|g| g.violation), Some(f.violation.clone()));
 }
 

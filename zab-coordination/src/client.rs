@@ -37,14 +37,30 @@ use super::ensemble::Directory;
 use super::server::ZabServer;
 use super::state::{Notice, Outcome, WatchKind};
 
-/// Timeouts of a client.
-#[derive(Debug, Clone, Copy)]
+/// Timeouts of a client: [`ClientTimeouts::new`] or [`ClientTimeouts::default`] (a 6 s
+/// session, 5 s per operation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientTimeouts {
     /// The session timeout the leader enforces.
     pub session: Duration,
     /// How long an operation may wait (for its server to serve, for its write to be applied)
     /// before failing with `ConnectionLoss`.
     pub operation: Duration,
+}
+
+impl ClientTimeouts {
+    /// A `session` timeout and an `operation` timeout.
+    pub const fn new(session: Duration, operation: Duration) -> Self {
+        Self { session, operation }
+    }
+}
+
+impl Default for ClientTimeouts {
+    /// A 6 s session timeout; an operation may wait 5 s.
+    fn default() -> Self {
+        Self::new(Duration::from_secs(6), Duration::from_secs(5))
+    }
 }
 
 /// The mutable part of a client.

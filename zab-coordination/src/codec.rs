@@ -58,6 +58,7 @@ pub struct CoordTxn {
 
 /// Why a payload could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     /// The payload ended early.
     #[error("payload truncated while reading {0}")]

@@ -28,6 +28,7 @@ use super::state::{Outcome, SharedState, ZnodeMachine};
 
 /// Why the ensemble could not start or restart a server.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EnsembleError {
     /// The peer could not be built.
     #[error("server {sid}: {reason}")]
@@ -50,6 +51,7 @@ pub enum EnsembleError {
 
 /// How the servers of a [`ZabEnsemble`] talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum EnsembleTransport {
     /// The in-memory mesh of `zab-core` (no sockets).
     #[default]
@@ -58,8 +60,9 @@ pub enum EnsembleTransport {
     Tcp,
 }
 
-/// How to run a [`ZabEnsemble`].
+/// How to run a [`ZabEnsemble`]: [`ZabEnsembleConfig::default`] and the `with_*` setters.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ZabEnsembleConfig {
     /// The number of servers (all voters), sids 1..=n.
     pub servers: usize,
@@ -77,17 +80,40 @@ impl Default for ZabEnsembleConfig {
     fn default() -> Self {
         Self {
             servers: 3,
-            timing: Timing {
-                tick_time: Duration::from_millis(100),
-                init_limit: 10,
-                sync_limit: 5,
-            },
-            client: ClientTimeouts {
-                session: Duration::from_secs(6),
-                operation: Duration::from_secs(5),
-            },
+            timing: Timing::new(Duration::from_millis(100), 10, 5),
+            client: ClientTimeouts::default(),
             transport: EnsembleTransport::Memory,
         }
+    }
+}
+
+impl ZabEnsembleConfig {
+    /// This configuration with `servers` voters, sids 1..=servers.
+    #[must_use]
+    pub fn with_servers(mut self, servers: usize) -> Self {
+        self.servers = servers;
+        self
+    }
+
+    /// This configuration with another Zab timing.
+    #[must_use]
+    pub fn with_timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// This configuration with other client timeouts.
+    #[must_use]
+    pub fn with_client(mut self, client: ClientTimeouts) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// This configuration with another transport between the servers.
+    #[must_use]
+    pub fn with_transport(mut self, transport: EnsembleTransport) -> Self {
+        self.transport = transport;
+        self
     }
 }
 
@@ -177,11 +203,7 @@ impl std::fmt::Debug for ZabEnsemble {
 impl ZabEnsemble {
     /// Starts `n` servers with the default configuration and waits for an established leader.
     pub async fn start(n: usize) -> Result<ZabEnsemble, EnsembleError> {
-        Self::start_with(ZabEnsembleConfig {
-            servers: n,
-            ..ZabEnsembleConfig::default()
-        })
-        .await
+        Self::start_with(ZabEnsembleConfig::default().with_servers(n)).await
     }
 
     /// Starts the servers of `cfg` and waits (up to 10 s) for an established leader.

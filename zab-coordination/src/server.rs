@@ -161,7 +161,11 @@ impl ZabServer {
 
     /// A sign of life of `session` (a request or a heartbeat of its client).
     pub(crate) fn touch(&self, session: SessionId, timeout: Duration) {
-        self.peer.touch_session(session, timeout);
+        // A touch the peer could not queue (full or stopped) is made up by the client's next
+        // request or heartbeat.
+        if !self.peer.touch_session(session, timeout) {
+            debug!(sid = self.sid.0, session, "session touch not queued");
+        }
     }
 
     /// ZooKeeper's `sync`: this server catches up with everything the leader committed.
@@ -236,7 +240,11 @@ async fn housekeeping(
             c = closed_rx.recv() => match c {
                 Some(session) => {
                     let Some(s) = server.upgrade() else { return };
-                    s.peer.end_session(session);
+                    // Not taken (the peer is full or stopped): the leader may later report
+                    // the session expired, and closing a closed session changes nothing.
+                    if !s.peer.end_session(session) {
+                        debug!(sid = s.sid.0, session, "session end not queued");
+                    }
                 }
                 None => return,
             },

@@ -67,10 +67,9 @@ async fn conformance_suite_on_a_three_server_zab_ensemble() -> TestResult {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_on_a_zab_ensemble_over_loopback_tcp_and_after_its_leader_dies(
 ) -> TestResult {
-    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig {
-        transport: EnsembleTransport::Tcp,
-        ..ZabEnsembleConfig::default()
-    })
+    let ensemble = ZabEnsemble::start_with(
+        ZabEnsembleConfig::default().with_transport(EnsembleTransport::Tcp),
+    )
     .await?;
     conformance::run_all(&ensemble).await?;
     // A write too large for a quorum packet is refused; the ensemble goes on.
@@ -189,13 +188,9 @@ async fn z8_clients_carry_on_after_the_zab_leader_dies_mid_suite_keeping_session
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn z6_a_silent_session_is_expired_by_the_leader_and_its_ephemerals_vanish_everywhere(
 ) -> TestResult {
-    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig {
-        client: ClientTimeouts {
-            session: Duration::from_millis(1500),
-            operation: Duration::from_secs(5),
-        },
-        ..ZabEnsembleConfig::default()
-    })
+    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig::default().with_client(
+        ClientTimeouts::new(Duration::from_millis(1500), Duration::from_secs(5)),
+    ))
     .await?;
     let leader = ensemble.leader().ok_or("no leader")?;
     // The silent client sits on a follower: only learners' PING replies carry its touches.
@@ -258,13 +253,9 @@ async fn z6_a_silent_session_is_expired_by_the_leader_and_its_ephemerals_vanish_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn z6_a_client_of_a_partitioned_follower_moves_to_a_serving_server_keeping_its_session(
 ) -> TestResult {
-    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig {
-        client: ClientTimeouts {
-            session: Duration::from_secs(3),
-            operation: Duration::from_secs(3),
-        },
-        ..ZabEnsembleConfig::default()
-    })
+    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig::default().with_client(
+        ClientTimeouts::new(Duration::from_secs(3), Duration::from_secs(3)),
+    ))
     .await?;
     let leader = ensemble.leader().ok_or("no leader")?;
     let follower = ensemble

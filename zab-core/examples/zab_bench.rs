@@ -317,14 +317,10 @@ async fn start_peers(dir: &Path) -> Result<(Vec<PeerHandle>, Vec<Waiters>), BoxE
     for (sid, e, q) in listeners {
         let me = ServerId(sid);
         let t = TcpTransport::start(TcpConfig::new(me, addrs[&me].election, addrs.clone()), e, q)?;
-        let pc = PeerConfig {
-            my_id: me,
-            learner_type: LearnerType::Participant,
-            quorum: qv.clone(),
-            election: ElectionConfig::default(),
-            timing: Timing::default(),
-            connect_grace: Duration::from_millis(100),
-        };
+        let pc = PeerConfig::new(me, LearnerType::Participant, qv.clone())
+            .with_election(ElectionConfig::default())
+            .with_timing(Timing::default())
+            .with_connect_grace(Duration::from_millis(100));
         let data = dir.join(format!("server-{sid}"));
         let store = FileElectionStore::create_fresh(data.join("epochs"))?;
         let log = FileTxnLog::open(data.join("log"), FsyncPolicy::EveryAppend)?;

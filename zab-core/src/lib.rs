@@ -18,6 +18,12 @@
 //! - [`state_machine`]: the [`state_machine::StateMachine`] embedders implement to apply committed
 //!   transactions and take / restore snapshots.
 //!
+//! Cargo features: `tokio` (default) adds the async driver (`peer`) and the transports
+//! (`transport`). `never-in-production` must **never be enabled in production**: test-only
+//! and purely additive, it adds the constructors of two known-broken behaviours for tests that
+//! show the simulators catch them (`ElectionConfig::with_broken_pre_1419_order`,
+//! `vote::pre_1419_predicate`, `LearnerOptions::with_broken_ack_newleader_before_persist`).
+//!
 //! ## Drive an election by hand
 //!
 //! Three voters, all with the same history: the largest id wins (Z7). We play server 1
@@ -201,7 +207,7 @@ pub use election::{Action, Decision, DecisionPath, ElectionConfig, FastLeaderEle
 pub use notification::{DecodeError, Notification};
 pub use quorum::{QuorumHierarchical, QuorumMaj, QuorumVerifier, ServerEntry};
 pub use types::{LearnerType, ServerId, ServerState};
-pub use vote::{total_order_predicate, Candidate, Vote, VoteOrder};
+pub use vote::{total_order_predicate, Candidate, Vote};
 pub use zxid::Zxid;
 
 /// The guide `docs/testing-election-logic.md`, compiled and run as doctests.

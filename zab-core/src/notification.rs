@@ -33,6 +33,7 @@ pub const HEADER_LEN: usize = 44;
 /// Why a received election message was dropped. None of these stops the election: the
 /// message is skipped, as ZooKeeper skips it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Fewer than 28 bytes.
     #[error("notification too short: {len} bytes (at least {MIN_LEN} needed)")]

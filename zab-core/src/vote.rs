@@ -46,31 +46,32 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Which vote order the election uses. The default, and the only one available without the
-/// test-only feature `broken-order-for-tests`, is ZooKeeper 3.8's.
+/// Which vote order the election uses. Always ZooKeeper 3.8's, except in a configuration
+/// made by the `never-in-production` feature's
+/// [`ElectionConfig::with_broken_pre_1419_order`](crate::ElectionConfig).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum VoteOrder {
+pub(crate) enum VoteOrder {
     /// ZooKeeper ≥ 3.4.4: lexicographic `(peer_epoch, zxid, sid)`; weight 0 never wins.
     #[default]
     ZooKeeper,
     /// The order before ZOOKEEPER-1419: the sid tie-break ignored the epoch, so the relation is
     /// not transitive (not even asymmetric) and a 5-voter election could oscillate. Exists only
-    /// so tests can show that the simulator catches it.
-    #[cfg(feature = "broken-order-for-tests")]
+    /// so tests can show that the simulator catches it; nothing selects it without the
+    /// `never-in-production` feature.
+    #[cfg_attr(not(feature = "never-in-production"), allow(dead_code))]
     BrokenPre1419,
 }
 
 impl VoteOrder {
     /// ZooKeeper's `totalOrderPredicate(new, cur)`: whether `new` supersedes `cur`, given the
     /// quorum weight of `new.leader`. A leader of weight 0 never supersedes anything (Z7).
-    pub fn supersedes(self, new: Candidate, cur: Candidate, new_leader_weight: u64) -> bool {
+    pub(crate) fn supersedes(self, new: Candidate, cur: Candidate, new_leader_weight: u64) -> bool {
         if new_leader_weight == 0 {
             return false;
         }
         match self {
             VoteOrder::ZooKeeper => new > cur,
-            #[cfg(feature = "broken-order-for-tests")]
-            VoteOrder::BrokenPre1419 => pre_1419_predicate(new, cur),
+            VoteOrder::BrokenPre1419 => broken_pre_1419(new, cur),
         }
     }
 }
@@ -82,9 +83,15 @@ pub fn total_order_predicate(new: Candidate, cur: Candidate, new_leader_weight: 
     VoteOrder::ZooKeeper.supersedes(new, cur, new_leader_weight)
 }
 
-/// The predicate before ZOOKEEPER-1419 (test-only): the third disjunct lacks the epoch equality.
-#[cfg(feature = "broken-order-for-tests")]
+/// The predicate before ZOOKEEPER-1419 (**never in production**, feature
+/// `never-in-production`): the third disjunct lacks the epoch equality, so the order is not
+/// transitive. For tests that show the bug.
+#[cfg(feature = "never-in-production")]
 pub fn pre_1419_predicate(new: Candidate, cur: Candidate) -> bool {
+    broken_pre_1419(new, cur)
+}
+
+fn broken_pre_1419(new: Candidate, cur: Candidate) -> bool {
     new.peer_epoch > cur.peer_epoch
         || (new.peer_epoch == cur.peer_epoch && new.zxid > cur.zxid)
         || (new.zxid == cur.zxid && new.leader > cur.leader)
@@ -123,12 +130,14 @@ impl Vote {
     }
 
     /// The same vote with another state.
+    #[must_use]
     pub const fn with_state(mut self, state: ServerState) -> Self {
         self.state = state;
         self
     }
 
     /// The same vote with another format version.
+    #[must_use]
     pub const fn with_version(mut self, version: i32) -> Self {
         self.version = version;
         self

@@ -17,11 +17,7 @@ use zab_core::txnlog::Txn;
 use zab_core::{QuorumMaj, ServerId, Zxid};
 
 fn timing() -> Timing {
-    Timing {
-        tick_time: Duration::from_millis(100),
-        init_limit: 10,
-        sync_limit: 5,
-    }
+    Timing::new(Duration::from_millis(100), 10, 5)
 }
 
 fn txn(e: i64, c: u32) -> Txn {

@@ -189,7 +189,7 @@ async fn z2_observer_learns_committed_writes_and_forwards_its_own() {
 async fn z2_peers_snapshot_every_snap_count_and_a_server_behind_the_compaction_is_synced_by_snap() {
     use zab_core::txnlog::{SnapshotPolicy, TxnLog};
 
-    let policy = SnapshotPolicy { snap_count: 10 };
+    let policy = SnapshotPolicy::every(10);
     let net = MemoryNetwork::new();
     let servers: Vec<Server> = (0..3)
         .map(|_| Server {

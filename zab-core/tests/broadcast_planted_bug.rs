@@ -84,13 +84,10 @@ fn zookeeper_3911_no_crash_point_loses_a_committed_transaction() {
     assert_eq!(lost_at(LearnerOptions::default()), Vec::<usize>::new());
 }
 
-#[cfg(feature = "broken-sync-for-tests")]
+#[cfg(feature = "never-in-production")]
 #[test]
 fn zookeeper_3911_planted_bug_ack_before_persist_loses_a_committed_transaction() {
-    let broken = LearnerOptions {
-        ack_newleader_before_persist: true,
-        ..LearnerOptions::default()
-    };
+    let broken = LearnerOptions::default().with_broken_ack_newleader_before_persist();
     let lost = lost_at(broken);
     assert!(
         !lost.is_empty(),

@@ -20,10 +20,7 @@ fn run(me: i64, fast: bool, steps: &[Step]) {
     } else {
         LearnerType::Participant
     };
-    let config = ElectionConfig {
-        fast_decide: fast,
-        ..ElectionConfig::zookeeper()
-    };
+    let config = ElectionConfig::zookeeper().with_fast_decide(fast);
     let mut fle = FastLeaderElection::new(
         config,
         ServerId(me),

@@ -383,10 +383,7 @@ fn finalize_wait_restarts_on_a_worse_vote_and_ends_on_a_better_one() {
 #[test]
 fn notification_timeout_doubles_up_to_the_cap_and_asks_to_connect() {
     let t0 = Instant::now();
-    let config = ElectionConfig {
-        max_notification_interval: 1000 * MS,
-        ..zk()
-    };
+    let config = zk().with_max_notification_interval(1000 * MS);
     let mut c = core(1, &[1, 2, 3], &[], config, data(0, 0));
     c.start(t0);
     actions(&mut c);

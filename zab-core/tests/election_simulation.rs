@@ -59,12 +59,9 @@ fn run_seeds(config: impl Fn(u64) -> ElectionConfig) -> Result<Vec<Report>, Stri
 fn simulation_z1_z5_and_liveness_hold_under_faults() {
     // half the seeds exactly as ZooKeeper, half with the fast decision
     let result = run_seeds(|seed| {
-        let mut c = ElectionConfig {
-            max_notification_interval: ms(1600),
-            ..ElectionConfig::default()
-        };
-        c.fast_decide = seed % 2 == 0;
-        c
+        ElectionConfig::default()
+            .with_max_notification_interval(ms(1600))
+            .with_fast_decide(seed % 2 == 0)
     });
     let reports = match result {
         Ok(r) => r,
@@ -100,10 +97,7 @@ fn simulation_reliable_network_never_decides_two_leaders_in_one_round() {
     // distinct leaders are decided for the same round by quorums.
     for seed in seeds().into_iter().take(30) {
         let (voters, observers) = shape(seed);
-        let config = ElectionConfig {
-            fast_decide: seed % 2 == 0,
-            ..ElectionConfig::default()
-        };
+        let config = ElectionConfig::default().with_fast_decide(seed % 2 == 0);
         let mut sim = Sim::new(seed, voters, observers, config);
         sim.net.loss = 0.0;
         sim.net.dup = 0.0;
@@ -126,10 +120,7 @@ fn simulation_fast_decide_elects_sooner_than_finalize_wait_on_a_fast_network() {
         let mut times = Vec::new();
         for seed in 0..30u64 {
             let (voters, observers) = shape(seed);
-            let config = ElectionConfig {
-                fast_decide: fast,
-                ..ElectionConfig::default()
-            };
+            let config = ElectionConfig::default().with_fast_decide(fast);
             let mut sim = Sim::new(seed, voters, observers, config);
             sim.net.loss = 0.0;
             sim.net.dup = 0.0;
@@ -152,18 +143,16 @@ fn simulation_fast_decide_elects_sooner_than_finalize_wait_on_a_fast_network() {
     assert!(figures[1] < ms(50));
 }
 
-#[cfg(feature = "broken-order-for-tests")]
+#[cfg(feature = "never-in-production")]
 #[test]
 fn simulation_catches_the_pre_1419_vote_order() {
     let mut caught = Vec::new();
     let mut tried = 0;
     for seed in 0..60u64 {
         let (voters, observers) = shape(seed);
-        let config = ElectionConfig {
-            vote_order: zab_core::VoteOrder::BrokenPre1419,
-            max_notification_interval: ms(1600),
-            ..ElectionConfig::zookeeper()
-        };
+        let config = ElectionConfig::zookeeper()
+            .with_broken_pre_1419_order()
+            .with_max_notification_interval(ms(1600));
         let mut sim = Sim::new(seed, voters, observers, config);
         // the broken order floods the network; give up early, that is a failure too
         sim.max_steps = 20_000;

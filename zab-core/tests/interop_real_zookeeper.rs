@@ -209,12 +209,7 @@ async fn mixed_ensemble(
             .servers(2)
             .first_sid(real[0])
             .tick_time(TICK)
-            .external(ExternalServer {
-                sid: ours,
-                host: "127.0.0.1".into(),
-                quorum_port: q_port,
-                election_port: e_port,
-            })
+            .external(ExternalServer::new(ours, "127.0.0.1", q_port, e_port))
             .wait_for_quorum(false)
             .start()
     })
@@ -246,18 +241,14 @@ async fn mixed_ensemble(
     let me = ServerId(ours as i64);
     let tcp =
         TcpTransport::start(TcpConfig::new(me, addr(e_port), peers), election, quorum).unwrap();
-    let cfg = PeerConfig {
-        my_id: me,
-        learner_type: LearnerType::Participant,
-        quorum: Arc::new(QuorumMaj::new(members, 0)),
-        election: ElectionConfig::default(),
-        timing: Timing {
-            tick_time: TICK,
-            init_limit: 10,
-            sync_limit: 5,
-        },
-        connect_grace: Duration::from_millis(100),
-    };
+    let cfg = PeerConfig::new(
+        me,
+        LearnerType::Participant,
+        Arc::new(QuorumMaj::new(members, 0)),
+    )
+    .with_election(ElectionConfig::default())
+    .with_timing(Timing::new(TICK, 10, 5))
+    .with_connect_grace(Duration::from_millis(100));
     let store = MemoryElectionStore::default();
     let sent = Sent::default();
     let recording = Recording {

@@ -140,12 +140,12 @@ async fn z2_sessions_touched_on_followers_stay_alive_and_silent_ones_expire_at_t
     let timeout = Duration::from_millis(600);
     // Session 11's client talks to follower 1 and keeps touching it for 1.5 s (well past its
     // timeout); session 12's client (on follower 2) touches once and goes silent.
-    h[0].touch_session(11, timeout);
-    h[1].touch_session(12, timeout);
+    assert!(h[0].touch_session(11, timeout));
+    assert!(h[1].touch_session(12, timeout));
     let start = tokio::time::Instant::now();
     let mut expired = Vec::new();
     while start.elapsed() < Duration::from_millis(1500) {
-        h[0].touch_session(11, timeout);
+        assert!(h[0].touch_session(11, timeout));
         if let Ok(Some(s)) = tokio::time::timeout(Duration::from_millis(100), expiries.recv()).await
         {
             expired.push((s, start.elapsed()));
@@ -156,8 +156,8 @@ async fn z2_sessions_touched_on_followers_stay_alive_and_silent_ones_expire_at_t
     assert!(expired[0].1 >= timeout, "expired early: {expired:?}");
 
     // A closed session is forgotten: untouched from now on, 11 is not reported once ended.
-    h[2].end_session(11);
-    h[0].end_session(11);
+    assert!(h[2].end_session(11));
+    assert!(h[0].end_session(11));
     assert!(
         tokio::time::timeout(Duration::from_millis(1200), expiries.recv())
             .await
@@ -166,12 +166,12 @@ async fn z2_sessions_touched_on_followers_stay_alive_and_silent_ones_expire_at_t
     );
 
     // The leader dies: the next leader tracks the sessions touched at it afresh.
-    h[1].touch_session(13, timeout);
+    assert!(h[1].touch_session(13, timeout));
     h[2].kill();
     let (leader2, _) = settled(&[&h[0], &h[1]], SETTLE).await;
     assert_eq!(leader2, ServerId(2));
     let mut expiries2 = h[1].take_session_expiries().expect("new leader's stream");
-    h[1].touch_session(14, timeout);
+    assert!(h[1].touch_session(14, timeout));
     let s = tokio::time::timeout(SETTLE, expiries2.recv())
         .await
         .expect("expiry");

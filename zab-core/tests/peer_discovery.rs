@@ -14,11 +14,7 @@ use zab_core::store::PersistedEpochs;
 use zab_core::{QuorumMaj, ServerId};
 
 fn timing() -> Timing {
-    Timing {
-        tick_time: Duration::from_millis(100),
-        init_limit: 10,
-        sync_limit: 5,
-    }
+    Timing::new(Duration::from_millis(100), 10, 5)
 }
 
 fn epochs(accepted: i64, current: i64, zxid: i64) -> PersistedEpochs {

@@ -99,10 +99,10 @@ fn zab_tla_invariants_hold_under_faults() {
 }
 
 /// Seeds within which the simulation must catch the planted bug.
-#[cfg(feature = "broken-sync-for-tests")]
+#[cfg(feature = "never-in-production")]
 const PLANTED_BUG_SEEDS: u64 = 1000;
 
-#[cfg(feature = "broken-sync-for-tests")]
+#[cfg(feature = "never-in-production")]
 #[test]
 fn zookeeper_3911_planted_bug_is_found_by_the_simulation() {
     // The learner acknowledges NEWLEADER before persisting what it synced. A crash right
@@ -110,10 +110,7 @@ fn zookeeper_3911_planted_bug_is_found_by_the_simulation() {
     // later primary broadcasts without them (primary integrity), a server comes back without
     // what it delivered, or two servers deliver different transactions at one position.
     // The first seed that catches it is 370.
-    let broken = LearnerOptions {
-        ack_newleader_before_persist: true,
-        ..LearnerOptions::default()
-    };
+    let broken = LearnerOptions::default().with_broken_ack_newleader_before_persist();
     let mut found = None;
     for seed in 0..PLANTED_BUG_SEEDS {
         if let Err(e) = ZabSim::new(setup(seed, broken)).run() {

@@ -57,13 +57,10 @@ fn zookeeper_1419_five_voters_settle_on_the_newest_epoch() {
     }
 }
 
-#[cfg(feature = "broken-order-for-tests")]
+#[cfg(feature = "never-in-production")]
 #[test]
 fn zookeeper_1419_the_pre_fix_order_fails_the_same_election() {
-    let config = ElectionConfig {
-        vote_order: zab_core::VoteOrder::BrokenPre1419,
-        ..ElectionConfig::zookeeper()
-    };
+    let config = ElectionConfig::zookeeper().with_broken_pre_1419_order();
     let (net, decided) = run(config, Duration::from_secs(2));
     // Either the election never settles, or it elects a leader whose epoch is older than
     // that of a server following it (losing that server's newer history).
@@ -103,7 +100,7 @@ proptest! {
     }
 }
 
-#[cfg(feature = "broken-order-for-tests")]
+#[cfg(feature = "never-in-production")]
 #[test]
 fn zookeeper_1419_pre_fix_predicate_is_not_an_order() {
     use zab_core::vote::pre_1419_predicate;

@@ -19,6 +19,7 @@ pub use model::{parse_spec, Spec};
 
 /// Why the specs could not be turned into code.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GenError {
     /// A file could not be read.
     #[error("reading {path}: {source}")]
@@ -180,7 +181,7 @@ fn mod_file(specs: &[Spec]) -> String {
         let _ = writeln!(
             s,
             "\n/// A {lower} body of any API this crate implements.\n\
-             #[derive(Debug, Clone, PartialEq)]\npub enum {kind}Body {{"
+             #[derive(Debug, Clone, PartialEq)]\n#[non_exhaustive]\npub enum {kind}Body {{"
         );
         let mut rows = Vec::new();
         for pair in by_key.values() {

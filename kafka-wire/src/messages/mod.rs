@@ -62,6 +62,7 @@ pub use update_metadata_response::UpdateMetadataResponse;
 
 /// A request body of any API this crate implements.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RequestBody {
     /// A `ProduceRequest`.
     Produce(ProduceRequest),
@@ -184,6 +185,7 @@ impl RequestBody {
 
 /// A response body of any API this crate implements.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ResponseBody {
     /// A `ProduceResponse`.
     Produce(ProduceResponse),

@@ -34,6 +34,7 @@ impl RecordBatches {
     }
 
     /// Skips the CRC check of each batch.
+    #[must_use]
     pub fn without_crc_check(mut self) -> RecordBatches {
         self.check_crc = false;
         self

@@ -80,30 +80,35 @@ impl RecordBatchBuilder {
     }
 
     /// Sets the compression codec.
+    #[must_use]
     pub fn compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
         self
     }
 
     /// Sets the partition leader epoch.
+    #[must_use]
     pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
         self.partition_leader_epoch = epoch;
         self
     }
 
     /// Sets the timestamp type.
+    #[must_use]
     pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
         self.timestamp_type = timestamp_type;
         self
     }
 
     /// Marks the batch as part of a transaction.
+    #[must_use]
     pub fn transactional(mut self, transactional: bool) -> Self {
         self.transactional = transactional;
         self
     }
 
     /// Sets the idempotent producer's id, epoch and the sequence of the first record.
+    #[must_use]
     pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
         self.producer_id = producer_id;
         self.producer_epoch = producer_epoch;

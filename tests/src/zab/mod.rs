@@ -101,15 +101,9 @@ impl ZabConfig {
         ZabConfig {
             voters,
             observers,
-            election: ElectionConfig {
-                max_notification_interval: Duration::from_millis(800),
-                ..ElectionConfig::default()
-            },
-            timing: Timing {
-                tick_time: Duration::from_millis(100),
-                init_limit: 10,
-                sync_limit: 5,
-            },
+            election: ElectionConfig::default()
+                .with_max_notification_interval(Duration::from_millis(800)),
+            timing: Timing::new(Duration::from_millis(100), 10, 5),
             net: NetConfig {
                 min_delay_ms: 1,
                 max_delay_ms: 30,

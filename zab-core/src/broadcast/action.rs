@@ -52,6 +52,7 @@ pub enum BroadcastAction {
 
 /// Why a write could not be proposed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BroadcastError {
     /// The zxid counter of this epoch is exhausted; the leader steps down so that a new
     /// epoch starts (ZOOKEEPER-1277).

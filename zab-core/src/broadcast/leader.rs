@@ -228,6 +228,7 @@ impl LeaderBroadcast {
     }
 
     /// The next action for the driver.
+    #[must_use = "an action not carried out is a lost send, persist or apply"]
     pub fn poll_action(&mut self) -> Option<BroadcastAction> {
         self.actions.pop_front()
     }

@@ -11,8 +11,9 @@ use crate::txnlog::{Snapshot, Txn};
 use crate::types::ServerId;
 use crate::zxid::Zxid;
 
-/// Options of a [`LearnerBroadcast`].
+/// Options of a [`LearnerBroadcast`]: [`LearnerOptions::default`] and the `with_*` setters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LearnerOptions {
     /// Whether a [`LearnerDiscovery`](crate::discovery::LearnerDiscovery) hands the leader's
     /// broadcast traffic after NEWLEADER (PROPOSAL, COMMIT, INFORM, SYNC) to its
@@ -20,18 +21,28 @@ pub struct LearnerOptions {
     /// acknowledge writes it does not keep, so it ignores them. A [`LearnerBroadcast`] used
     /// directly always handles them.
     pub follow_broadcast: bool,
-    /// **Test-only, a planted bug.** Acknowledge NEWLEADER before persisting the synced
-    /// transactions and `currentEpoch` (the order ZOOKEEPER-3911 fixed). A crash right after
-    /// the acknowledgement then loses transactions the leader counts as committed. Exists so
-    /// that tests can show the crash schedules catch it.
-    #[cfg(feature = "broken-sync-for-tests")]
-    pub ack_newleader_before_persist: bool,
+    /// A planted bug, off unless set by the `never-in-production` feature's
+    /// `with_broken_ack_newleader_before_persist`.
+    ack_newleader_before_persist: bool,
 }
 
 impl LearnerOptions {
     /// These options with [`follow_broadcast`](Self::follow_broadcast) set to `on`.
+    #[must_use]
     pub fn with_follow_broadcast(mut self, on: bool) -> Self {
         self.follow_broadcast = on;
+        self
+    }
+
+    /// **Never in production** (feature `never-in-production`), a planted bug: these options
+    /// with the learner acknowledging NEWLEADER before persisting the synced transactions and
+    /// `currentEpoch` (the order ZOOKEEPER-3911 fixed). A crash right after the
+    /// acknowledgement then loses transactions the leader counts as committed. Exists so that
+    /// tests can show the crash schedules catch it.
+    #[cfg(feature = "never-in-production")]
+    #[must_use]
+    pub fn with_broken_ack_newleader_before_persist(mut self) -> Self {
+        self.ack_newleader_before_persist = true;
         self
     }
 }
@@ -251,7 +262,6 @@ impl LearnerBroadcast {
         let committed = self.sync_committed;
         self.sync_committed = 0;
         let ack = QuorumPacket::new(packet_type::ACK, epoch_zxid(self.epoch));
-        #[cfg(feature = "broken-sync-for-tests")]
         if self.options.ack_newleader_before_persist {
             self.send(ack.clone());
             self.persist_synced(pending, committed);
@@ -278,6 +288,7 @@ impl LearnerBroadcast {
     }
 
     /// The next action for the driver.
+    #[must_use = "an action not carried out is a lost send, persist or apply"]
     pub fn poll_action(&mut self) -> Option<BroadcastAction> {
         self.actions.pop_front()
     }

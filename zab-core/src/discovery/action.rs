@@ -41,8 +41,10 @@ pub enum DiscoveryAction {
     },
 }
 
-/// ZooKeeper's time limits (Z6): `tickTime`, `initLimit` and `syncLimit`.
+/// ZooKeeper's time limits (Z6): `tickTime`, `initLimit` and `syncLimit`. Build it with
+/// [`Timing::new`] or [`Timing::default`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Timing {
     /// The basic time unit; the leader pings every half tick.
     pub tick_time: Duration,
@@ -53,6 +55,15 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// `tickTime`, `initLimit` (in ticks) and `syncLimit` (in ticks).
+    pub const fn new(tick_time: Duration, init_limit: u32, sync_limit: u32) -> Self {
+        Self {
+            tick_time,
+            init_limit,
+            sync_limit,
+        }
+    }
+
     /// `initLimit * tickTime`.
     pub fn init_timeout(&self) -> Duration {
         self.tick_time.saturating_mul(self.init_limit)

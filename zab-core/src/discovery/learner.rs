@@ -323,6 +323,7 @@ impl LearnerDiscovery {
     }
 
     /// The next action, if any.
+    #[must_use = "an action not carried out is a lost send, persist or apply"]
     pub fn poll_action(&mut self) -> Option<DiscoveryAction> {
         self.actions.pop_front()
     }

@@ -75,6 +75,7 @@ pub struct QuorumPacket {
 
 /// Why a quorum packet could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PacketError {
     /// The input ended inside a record.
     #[error("truncated quorum packet")]

@@ -7,7 +7,12 @@ use crate::vote::VoteOrder;
 use crate::zxid::Zxid;
 
 /// Timing and behaviour switches of [`FastLeaderElection`](super::FastLeaderElection).
+///
+/// Build it from [`ElectionConfig::default`] (this crate's defaults) or
+/// [`ElectionConfig::zookeeper`] (ZooKeeper 3.8 exactly) and the `with_*` setters; the
+/// fields can also be read and set directly.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ElectionConfig {
     /// Quiet period after a quorum agrees before deciding (ZooKeeper's `finalizeWait`,
     /// 200 ms). Any notification that does not beat the proposal restarts it.
@@ -20,8 +25,9 @@ pub struct ElectionConfig {
     /// when every voter currently connected (and this server) has sent the matching vote for
     /// the current round and they form a quorum. See the crate docs for why this is safe.
     pub fast_decide: bool,
-    /// The vote order; always [`VoteOrder::ZooKeeper`] outside tests.
-    pub vote_order: VoteOrder,
+    /// The vote order: ZooKeeper's, unless set by the `never-in-production` feature's
+    /// `with_broken_pre_1419_order`.
+    pub(crate) vote_order: VoteOrder,
 }
 
 impl ElectionConfig {
@@ -31,6 +37,54 @@ impl ElectionConfig {
             fast_decide: false,
             ..ElectionConfig::default()
         }
+    }
+
+    /// This configuration with another [`finalize_wait`](Self::finalize_wait).
+    #[must_use]
+    pub fn with_finalize_wait(mut self, finalize_wait: Duration) -> Self {
+        self.finalize_wait = finalize_wait;
+        self
+    }
+
+    /// This configuration with another
+    /// [`min_notification_interval`](Self::min_notification_interval).
+    #[must_use]
+    pub fn with_min_notification_interval(mut self, interval: Duration) -> Self {
+        self.min_notification_interval = interval;
+        self
+    }
+
+    /// This configuration with another
+    /// [`max_notification_interval`](Self::max_notification_interval).
+    #[must_use]
+    pub fn with_max_notification_interval(mut self, interval: Duration) -> Self {
+        self.max_notification_interval = interval;
+        self
+    }
+
+    /// This configuration with [`fast_decide`](Self::fast_decide) set to `on`.
+    #[must_use]
+    pub fn with_fast_decide(mut self, on: bool) -> Self {
+        self.fast_decide = on;
+        self
+    }
+
+    /// **Never in production** (feature `never-in-production`): this configuration with the
+    /// vote order ZooKeeper used before ZOOKEEPER-1419, whose sid tie-break ignores the epoch,
+    /// so that the order is not transitive and a 5-voter election can oscillate. Exists so
+    /// that tests can show the simulator catches it.
+    #[cfg(feature = "never-in-production")]
+    #[must_use]
+    pub fn with_broken_pre_1419_order(mut self) -> Self {
+        self.vote_order = VoteOrder::BrokenPre1419;
+        self
+    }
+
+    /// Whether this configuration uses ZooKeeper's (ZOOKEEPER-1419-fixed) vote order, which
+    /// it always does unless made by the `never-in-production` feature's
+    /// `with_broken_pre_1419_order`.
+    pub fn uses_zookeeper_vote_order(&self) -> bool {
+        self.vote_order == VoteOrder::ZooKeeper
     }
 }
 

@@ -310,6 +310,7 @@ impl FastLeaderElection {
     }
 
     /// The next action to carry out, if any.
+    #[must_use = "an action not carried out is a lost send, persist or apply"]
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }

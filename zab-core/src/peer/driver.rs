@@ -44,8 +44,9 @@ const MAX_QUEUED_EXPIRIES: usize = 1024;
 /// `sync` barriers waiting at once on one peer.
 const MAX_PENDING_SYNCS: usize = 4096;
 
-/// Configuration of a [`QuorumPeer`].
+/// Configuration of a [`QuorumPeer`]: [`PeerConfig::new`] and the `with_*` setters.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PeerConfig {
     /// Our sid (`myid`).
     pub my_id: ServerId,
@@ -81,6 +82,27 @@ impl PeerConfig {
             connect_grace: Duration::from_millis(100),
         }
     }
+
+    /// This configuration with other election options.
+    #[must_use]
+    pub fn with_election(mut self, election: ElectionConfig) -> Self {
+        self.election = election;
+        self
+    }
+
+    /// This configuration with another `tickTime`, `initLimit` and `syncLimit`.
+    #[must_use]
+    pub fn with_timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// This configuration with another start-up [`connect_grace`](Self::connect_grace).
+    #[must_use]
+    pub fn with_connect_grace(mut self, grace: Duration) -> Self {
+        self.connect_grace = grace;
+        self
+    }
 }
 
 /// What a peer is doing, as published on its watch channel.
@@ -110,6 +132,7 @@ impl PeerStatus {
 
 /// Why a peer stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PeerError {
     /// The durable store failed; the peer stops rather than continue without its epochs.
     #[error("election store: {0}")]
@@ -124,6 +147,7 @@ pub enum PeerError {
 
 /// Why a [`PeerHandle::sync`] barrier did not complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SyncError {
     /// The peer serves no established epoch (it is LOOKING or still synchronising), has no
     /// transaction log, or left its epoch before the barrier completed. Retry once it serves.
@@ -151,6 +175,7 @@ enum Role {
 
 /// A server taking part in elections over a [`Transport`], with its epochs in an
 /// [`ElectionStore`].
+#[must_use = "a peer does nothing until it is spawned or run"]
 pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     cfg: PeerConfig,
     transport: T,
@@ -194,6 +219,7 @@ impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
 /// and client session liveness ([`touch_session`](Self::touch_session),
 /// [`take_session_expiries`](Self::take_session_expiries)).
 #[derive(Debug)]
+#[must_use = "dropping the handle stops the peer"]
 pub struct PeerHandle {
     sid: ServerId,
     status: watch::Receiver<PeerStatus>,
@@ -262,6 +288,7 @@ impl PeerHandle {
     ///
     /// A payload larger than [`MAX_PACKET_DATA`] (ZooKeeper's `jute.maxbuffer`) is refused
     /// (`false`): no learner would accept the PROPOSAL carrying it.
+    #[must_use = "`false` means the write was not queued and will never be committed"]
     pub fn propose(&self, data: Bytes) -> bool {
         data.len() <= MAX_PACKET_DATA && self.control.try_send(Control::Write(data)).is_ok()
     }
@@ -288,6 +315,7 @@ impl PeerHandle {
     /// as ZooKeeper's learners do. A session the leader hears nothing of for its timeout is
     /// reported by the leader's [`take_session_expiries`](Self::take_session_expiries).
     /// Returns `false` if the peer's queue is full or the peer stopped.
+    #[must_use = "`false` means the touch was not queued: the session may expire"]
     pub fn touch_session(&self, session: SessionId, timeout: Duration) -> bool {
         self.control
             .try_send(Control::Touch(session, timeout))
@@ -295,6 +323,7 @@ impl PeerHandle {
     }
 
     /// The session was closed (its close transaction applied): stop tracking it.
+    #[must_use = "`false` means the peer did not take it and still tracks the session"]
     pub fn end_session(&self, session: SessionId) -> bool {
         self.control.try_send(Control::EndSession(session)).is_ok()
     }
@@ -305,6 +334,7 @@ impl PeerHandle {
     /// A new leader starts with an empty tracker: the embedder touches every session its
     /// state holds when the peer becomes leader (ZooKeeper's leader loads them from its
     /// database). Can be taken once; `None` afterwards.
+    #[must_use = "the expiries can be taken only once; dropping the receiver loses them"]
     pub fn take_session_expiries(&mut self) -> Option<mpsc::Receiver<SessionId>> {
         self.expired.take()
     }

@@ -9,6 +9,7 @@ use crate::zxid::Zxid;
 
 /// Why replication failed; the peer stops rather than continue with a log it cannot trust.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplicationError {
     /// The transaction log failed.
     #[error("transaction log: {0}")]

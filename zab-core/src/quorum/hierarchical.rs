@@ -8,6 +8,7 @@ use crate::types::{LearnerType, ServerId};
 
 /// Why a hierarchical configuration is rejected (ZooKeeper's `ConfigException`s).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HierarchicalError {
     /// A server is listed in two groups.
     #[error("server {sid} is in multiple groups")]

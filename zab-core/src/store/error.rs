@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 /// Why a store could not load or save its state.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The state file does not exist. Use `FileElectionStore::create_fresh` to start a new
     /// server; an existing server's state is never silently reset.

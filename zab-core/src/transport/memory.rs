@@ -233,6 +233,7 @@ impl MemoryNetwork {
 
 /// One peer's endpoint of a [`MemoryNetwork`]. Dropping it counts as a crash of that peer.
 #[derive(Debug)]
+#[must_use = "dropping the endpoint counts as a crash of its peer"]
 pub struct MemoryTransport {
     net: MemoryNetwork,
     sid: ServerId,

@@ -26,6 +26,7 @@ pub struct ConnectionHeader {
 
 /// Why a header or frame was rejected; the connection is closed, nothing else is affected.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WireError {
     /// The peer closed the connection or it failed.
     #[error("i/o: {0}")]

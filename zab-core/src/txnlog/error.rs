@@ -6,6 +6,7 @@ use crate::zxid::Zxid;
 
 /// Why a transaction log operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TxnLogError {
     /// An appended zxid does not exceed the last one.
     #[error("zxid {got} does not follow {last}")]

@@ -78,10 +78,18 @@ pub enum FsyncPolicy {
 /// A learner applies synced transactions before the leader established its epoch, and a
 /// later leader may still cut those by TRUNC; a snapshot taken then would keep them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SnapshotPolicy {
     /// Take a snapshot after this many committed transactions were applied since the last
     /// one, then [purge](TxnLog::purge) the log it covers.
     pub snap_count: u64,
+}
+
+impl SnapshotPolicy {
+    /// Snapshot after every `snap_count` committed transactions.
+    pub const fn every(snap_count: u64) -> Self {
+        Self { snap_count }
+    }
 }
 
 impl Default for SnapshotPolicy {

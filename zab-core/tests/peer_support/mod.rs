@@ -11,11 +11,7 @@ use zab_core::{ElectionConfig, LearnerType, QuorumMaj, ServerId, ServerState};
 
 /// Fast timing for tests: tick 100 ms, initLimit 10, syncLimit 5.
 pub fn timing() -> Timing {
-    Timing {
-        tick_time: Duration::from_millis(100),
-        init_limit: 10,
-        sync_limit: 5,
-    }
+    Timing::new(Duration::from_millis(100), 10, 5)
 }
 
 /// A peer configuration for `sid` in an ensemble of `voters` and `observers`.
@@ -25,17 +21,17 @@ pub fn config(sid: i64, voters: &[i64], observers: &[i64]) -> PeerConfig {
     } else {
         LearnerType::Participant
     };
-    PeerConfig {
-        my_id: ServerId(sid),
+    PeerConfig::new(
+        ServerId(sid),
         learner_type,
-        quorum: Arc::new(QuorumMaj::with_ids(
+        Arc::new(QuorumMaj::with_ids(
             voters.iter().copied(),
             observers.iter().copied(),
         )),
-        election: ElectionConfig::default(),
-        timing: timing(),
-        connect_grace: Duration::from_millis(100),
-    }
+    )
+    .with_election(ElectionConfig::default())
+    .with_timing(timing())
+    .with_connect_grace(Duration::from_millis(100))
 }
 
 /// Waits until exactly one of `peers` is an established leader and every other one follows

@@ -157,16 +157,10 @@ impl ZabSim {
             voter_ids.iter().copied(),
             observer_ids.iter().copied(),
         ));
-        let config = ElectionConfig {
-            max_notification_interval: ms(1600),
-            fast_decide: setup.seed.is_multiple_of(2),
-            ..ElectionConfig::default()
-        };
-        let timing = Timing {
-            tick_time: ms(100),
-            init_limit: 10,
-            sync_limit: 4,
-        };
+        let config = ElectionConfig::default()
+            .with_max_notification_interval(ms(1600))
+            .with_fast_decide(setup.seed.is_multiple_of(2));
+        let timing = Timing::new(ms(100), 10, 4);
         let origin = Instant::now();
         let mut nodes = BTreeMap::new();
         for id in voter_ids.iter().chain(observer_ids.iter()) {

@@ -57,8 +57,9 @@ pub struct PeerAddrs {
     pub quorum: SocketAddr,
 }
 
-/// Configuration of a [`TcpTransport`].
+/// Configuration of a [`TcpTransport`]: [`TcpConfig::new`] and the `with_*` setters.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TcpConfig {
     /// Our sid.
     pub my_sid: ServerId,
@@ -83,6 +84,13 @@ impl TcpConfig {
             announced_addr: announced_addr.to_string(),
             connect_timeout: Duration::from_secs(5),
         }
+    }
+
+    /// This configuration with another [`connect_timeout`](Self::connect_timeout).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
     }
 }
 
