@@ -73,20 +73,21 @@ mod apis;
 mod builder;
 mod channel_tcp;
 pub mod glue;
-mod idempotence;
 mod leader_link_tcp;
 pub mod node;
 mod producer_ids;
-pub mod producer_state;
-mod replica_driver;
 pub mod server;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
-pub use builder::{Broker, BrokerConfig, BrokerIsrWriter, LeadershipListener};
+pub use builder::{Broker, BrokerConfig, BrokerIsrWriter};
 pub use channel_tcp::TcpBrokerChannel;
+/// The replication driver lives in `kafka-replication` (feature `tokio`); re-exported here
+/// because a broker is composed around it.
+pub use kafka_replication::replica_driver::{
+    Core, DelayedAnswer, LeadershipListener, LinkFactory, ReplicaDriver,
+};
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
 pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
-pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};

@@ -191,7 +191,7 @@
 //! batch.append(0, None, Some(b"paid"), &[])?;
 //! broker1.append_records(&tp, batch.build()?, -1)?;
 //!
-//! let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig { max_wait_ms: 0, ..Default::default() });
+//! let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig::default().with_max_wait_ms(0));
 //! fetcher.add_partitions([tp.clone()]);
 //! for now in 1..4 {
 //!     match fetcher.poll_request(now, &mut broker2) {
@@ -224,7 +224,10 @@ pub mod isr;
 pub mod log;
 pub mod metadata_cache;
 pub mod partition;
+pub mod producer_state;
 pub mod purgatory;
+#[cfg(feature = "tokio")]
+pub mod replica_driver;
 pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod timer;

@@ -66,6 +66,7 @@ pub enum Admission {
 
 /// Errors of the purgatory.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PurgatoryError {
     /// More operations than the purgatory can index (`u32::MAX - 1`).
     #[error("purgatory is full")]
