@@ -3,9 +3,11 @@
 //! A broker's half of Kafka replication (K4, K8) as building blocks: partition logs, the
 //! leader-epoch cache, a partition's ISR / log end offset / high watermark state on leader and
 //! follower, leader-epoch truncation, and a delayed-operation purgatory over a hierarchical
-//! timing wheel. Everything here is deterministic and sans-IO except the [`log::FileLog`]: time
-//! is a number of milliseconds you pass in, and ISR changes are proposals you carry to an
-//! [`isr::IsrWriter`] yourself.
+//! timing wheel, and the idempotent-producer state of each partition's log (KIP-98). Everything
+//! here is deterministic and sans-IO except the [`log::FileLog`] and the tokio driver: time is
+//! a number of milliseconds you pass in, and ISR changes are proposals you carry to an
+//! [`isr::IsrWriter`] yourself — or let `replica_driver::ReplicaDriver` (feature `tokio`, on
+//! by default) carry them, feed the time and run the fetchers over [`replica_fetcher::LeaderLink`]s.
 //!
 //! The behaviour is Kafka 2.8's with the data-loss fixes made since the 0.8 design: leader
 //! epochs in every batch and truncation by epoch instead of to the high watermark (KIP-101),

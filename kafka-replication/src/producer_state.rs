@@ -204,6 +204,7 @@ impl ProducerStateManager {
     }
 
     /// Checks `batches` (one append's data, in order) without changing anything.
+    #[must_use = "the verdict decides whether to append"]
     pub fn check(&self, batches: &[ProducerBatch]) -> Verdict {
         let producers = &self.producers;
         // The batches of this request as they would update each producer (Kafka's

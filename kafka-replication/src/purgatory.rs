@@ -291,6 +291,7 @@ impl<K: Hash + Eq + Clone, T> Purgatory<K, T> {
     }
 
     /// The next finished operation, in the order they finished.
+    #[must_use = "dropping it loses the operation's answer"]
     pub fn poll_completed(&mut self) -> Option<Finished<T>> {
         self.finished.pop_front()
     }

@@ -311,6 +311,7 @@ where
 
     /// Registers a waiter for the delayed request `request_id` (call under the lock, from
     /// [`ReplicaDriver::with_core`], right after the manager parked it).
+    #[must_use = "the delayed answer arrives on it"]
     pub fn register(core: &mut Core<L>, request_id: u64) -> oneshot::Receiver<DelayedAnswer> {
         let (tx, rx) = oneshot::channel();
         core.waiting.insert(request_id, tx);

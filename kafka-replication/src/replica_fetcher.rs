@@ -214,6 +214,7 @@ impl ReplicaFetcher {
 
     /// The next request to send, if any: truncation first, then a fetch of every partition
     /// that is ready. One request is in flight at a time.
+    #[must_use = "the request is in flight once polled: dropping it stalls the partitions"]
     pub fn poll_request<L: LogStorage>(
         &mut self,
         now_ms: u64,

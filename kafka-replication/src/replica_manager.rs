@@ -384,6 +384,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     }
 
     /// The next effect to perform.
+    #[must_use = "dropping it loses the effect (an ISR write, an answer)"]
     pub fn poll_action(&mut self) -> Option<ReplicaAction> {
         self.actions.pop_front()
     }
@@ -718,6 +719,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// state on the leader (K8.2); consumers read to the HW. Answers at once (K8.4) when
     /// `max_wait_ms ≤ 0`, no partition was asked for, enough bytes are readable, or any
     /// partition has an error or a diverging epoch; otherwise parks a delayed fetch (K8.5).
+    #[must_use = "a delayed fetch is answered under the returned id"]
     pub fn fetch(&mut self, now_ms: u64, request: &FetchRequest) -> FetchOutcome {
         self.now_ms = self.now_ms.max(now_ms);
         let replica_id = if request.replica_id != CONSUMER_REPLICA_ID {

@@ -803,7 +803,8 @@ mod idempotence {
         let mut m = manager(1);
         m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
         actions(&mut m);
-        m.produce(0, &produce(-1, idempotent(0, 0, 2)));
+        let first = m.produce(0, &produce(-1, idempotent(0, 0, 2)));
+        assert!(matches!(first, ProduceOutcome::Delayed { .. }));
         let ProduceOutcome::Delayed { request_id: retry } =
             m.produce(500, &produce(-1, idempotent(0, 0, 2)))
         else {

@@ -118,6 +118,7 @@ impl PendingIsrChanges {
     /// If [`should_propagate`] at `now`, takes every pending partition as one batch and counts
     /// `now` as the last propagation. A batch whose write fails goes back with
     /// [`restore`](Self::restore).
+    #[must_use = "the taken changes are no longer pending: dropping them loses the ISR change notification"]
     pub fn take_due(
         &mut self,
         config: &IsrPropagationConfig,

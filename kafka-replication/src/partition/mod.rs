@@ -481,6 +481,7 @@ impl<L: LogStorage> Partition<L> {
     }
 
     /// The next ISR change to send to the [`IsrWriter`](crate::isr::IsrWriter), once.
+    #[must_use = "dropping it loses the ISR write"]
     pub fn poll_isr_proposal(&mut self) -> Option<IsrProposal> {
         self.outbox.take()
     }
