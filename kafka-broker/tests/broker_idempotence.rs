@@ -154,9 +154,9 @@ async fn kip_98_a_retried_acks_all_batch_is_answered_from_the_produce_purgatory_
     assert!(!retry.is_finished());
     assert_eq!(log_end(&mut c).await, 2, "not appended again");
     // Broker 2 fetches the records, then fetches again from their end: the HW passes them.
-    c.send(1, &fetch(2, 0, 0)).await.expect("answered");
+    c.send(12, &fetch(2, 0, 0)).await.expect("answered");
     assert!(!retry.is_finished());
-    c.send(1, &fetch(2, 2, 0)).await.expect("answered");
+    c.send(12, &fetch(2, 2, 0)).await.expect("answered");
     let answer = tokio::time::timeout(std::time::Duration::from_secs(10), retry).await;
     assert!(
         matches!(answer, Ok(Ok((0, 0)))),
