@@ -1,5 +1,5 @@
 //! [`ReplicaDriver`]: the tokio driver around the sans-IO
-//! [`ReplicaManager`](crate::replica_manager::ReplicaManager) (feature `tokio`, on by default).
+//! [`ReplicaManager`] (feature `tokio`, on by default).
 //!
 //! The manager sits behind one mutex with the table of requests waiting in its purgatories.
 //! Every call that can produce actions drains them before the lock is released, so a delayed

@@ -221,7 +221,7 @@ struct PendingIsr {
 
 /// Switches that restore the 0.8 design, for regression tests and simulations that show what
 /// it lost. All off by default; they can only be turned on through
-/// [`Partition::set_legacy`], which exists with the test-only `never-in-production` feature
+/// `Partition::set_legacy`, which exists with the test-only `never-in-production` feature
 /// alone, so a normal build never reaches them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
