@@ -135,11 +135,9 @@ async fn measure(addr: SocketAddr, request: Bytes, clients: usize) -> f64 {
 }
 
 async fn start_server(apis: SupportedApis) -> ServerHandle {
-    let config = ServerConfig {
-        num_processors: 2,
-        num_handlers: 2,
-        ..Default::default()
-    };
+    let config = ServerConfig::default()
+        .with_num_processors(2)
+        .with_num_handlers(2);
     Server::bind("127.0.0.1:0", config, Arc::new(ApiVersionsOnly { apis }))
         .await
         .expect("server binds")

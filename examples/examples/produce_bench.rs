@@ -331,10 +331,7 @@ async fn start_cluster() -> BenchResult<Cluster> {
             );
         }
         let mut config = BrokerConfig::new(id, SocketAddr::from(([127, 0, 0, 1], 0)));
-        config.partition = PartitionConfig {
-            min_insync_replicas: 2,
-            ..PartitionConfig::default()
-        };
+        config.partition = PartitionConfig::default().with_min_insync_replicas(2);
         let lookup = book.clone();
         let addresses: AddressBook = Arc::new(move |b| {
             lookup

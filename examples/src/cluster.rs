@@ -127,11 +127,10 @@ impl Cluster {
             .insert(id, addr);
         // Kafka waits up to 5 s before telling the controller of ISR changes; the demo
         // tells it within a second.
-        let propagation = IsrPropagationConfig {
-            check_interval: Duration::from_millis(100),
-            linger: Duration::from_millis(200),
-            max_delay: Duration::from_secs(1),
-        };
+        let propagation = IsrPropagationConfig::default()
+            .with_check_interval(Duration::from_millis(100))
+            .with_linger(Duration::from_millis(200))
+            .with_max_delay(Duration::from_secs(1));
         let propagator = IsrChangePropagator::spawn(session.clone(), changes, propagation);
         let registered = BrokerRegistrar::new(
             session.clone(),
@@ -409,10 +408,7 @@ pub async fn run(config: DemoConfig, say: impl FnMut(&str)) -> Result<DemoReport
         recorder: Recorder::new(),
         addresses: Arc::new(Mutex::new(HashMap::new())),
         nodes: BTreeMap::new(),
-        partition: PartitionConfig {
-            replica_lag_time_max_ms: 2_000,
-            ..PartitionConfig::default()
-        },
+        partition: PartitionConfig::default().with_replica_lag_time_max_ms(2_000),
     };
     let result = flow(&mut cluster, &config, &mut line, hook).await;
     cluster.shutdown().await;

@@ -6,7 +6,7 @@
 //! StopReplica, in [`control`], with KIP-380's broker-epoch check). ControlledShutdown is a
 //! controller API: the broker's own controller answers it while active
 //! ([`KafkaApis::serve_controller`]); otherwise NOT_CONTROLLER. Idempotent producers are checked
-//! against the leader's producer state before an append.
+//! by each partition's producer state in the replica manager.
 //! A version outside [`KafkaApis::supported_apis`] never gets here: the server refuses it as
 //! Kafka does.
 
@@ -39,12 +39,10 @@ use tokio::sync::watch;
 
 mod control;
 
-use super::idempotence;
 use super::producer_ids::{BrokerRangeProducerIds, ProducerIdSource};
-use super::producer_state::ProducerStateTable;
-use super::replica_driver::{DelayedAnswer, ReplicaDriver};
-use crate::builder::LeadershipListener;
 use crate::server::{RequestContext, RequestHandler, SupportedApis};
+use kafka_replication::replica_driver::LeadershipListener;
+use kafka_replication::replica_driver::{DelayedAnswer, ReplicaDriver};
 
 /// ListOffsets timestamp asking for the log end (or high watermark) offset.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -57,9 +55,6 @@ pub struct KafkaApis<L, K, W> {
     broker: i32,
     cluster_id: String,
     producer_ids: Mutex<Arc<dyn ProducerIdSource>>,
-    /// The idempotent-producer state of the partitions this broker leads.
-    producers: Mutex<ProducerStateTable>,
-    leadership: Option<Arc<dyn LeadershipListener>>,
     /// KIP-380: the broker epoch of the current registration, -1 while unknown.
     broker_epoch: AtomicI64,
     /// Where the registration publishes its epoch (see [`KafkaApis::follow_registration`]).
@@ -86,8 +81,6 @@ where
             broker,
             cluster_id: cluster_id.into(),
             producer_ids: Mutex::new(Arc::new(BrokerRangeProducerIds::new(broker))),
-            producers: Mutex::new(ProducerStateTable::new()),
-            leadership: None,
             broker_epoch: AtomicI64::new(UNKNOWN_BROKER_EPOCH),
             registration: Mutex::new(None),
             controller: Mutex::new(None),
@@ -103,16 +96,11 @@ where
             .unwrap_or_else(PoisonError::into_inner) = source;
     }
 
-    fn producers(&self) -> std::sync::MutexGuard<'_, ProducerStateTable> {
-        self.producers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Tells `listener` (e.g. the ISR writer's controller epochs) every leadership this broker
-    /// gains or loses through LeaderAndIsr and StopReplica.
-    pub fn with_leadership(mut self, listener: Option<Arc<dyn LeadershipListener>>) -> Self {
-        self.leadership = listener;
+    /// gains or loses through LeaderAndIsr (the driver hears it from the replica manager's
+    /// actions, [`ReplicaDriver::set_leadership_listener`]) and StopReplica.
+    pub fn with_leadership(self, listener: Option<Arc<dyn LeadershipListener>>) -> Self {
+        self.driver.set_leadership_listener(listener);
         self
     }
 
@@ -143,84 +131,34 @@ where
     /// writing when the ISR is below `min.insync.replicas`. Any other acks value gets
     /// INVALID_REQUIRED_ACKS, as in Kafka.
     ///
-    /// Idempotent producers ([`producer_state`](super::producer_state)): on a partition this
-    /// broker leads, a retried batch is answered with its original offset and not appended
-    /// again (with acks -1 once that offset is committed), an old producer epoch gets
-    /// INVALID_PRODUCER_EPOCH and a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER.
+    /// Idempotent producers (KIP-98) are checked by each partition's producer state
+    /// (`kafka_replication::producer_state`): a retried batch is answered with its original
+    /// offset and not appended again — with acks -1 from the same purgatory, once the high
+    /// watermark passes the original —, an old producer epoch gets INVALID_PRODUCER_EPOCH and
+    /// a sequence gap OUT_OF_ORDER_SEQUENCE_NUMBER.
     pub async fn produce(&self, request: &ProduceRequest) -> Option<ProduceResponse> {
         if !matches!(request.acks, -1..=1) {
             return Some(produce_error(request, ErrorCode::InvalidRequiredAcks));
         }
-        let (outcome, waiter, early) = self.driver.with_core(|core, now| {
-            let mut producers = self.producers();
-            let screened = idempotence::screen(&core.manager, &producers, request);
-            if screened.nothing_left() {
-                return (None, None, screened.early);
-            }
-            let outcome = core
-                .manager
-                .produce(now, screened.rest.as_ref().unwrap_or(request));
-            idempotence::record_appends(&core.manager, &mut producers, screened.accepted);
+        let (outcome, waiter) = self.driver.with_core(|core, now| {
+            let outcome = core.manager.produce(now, request);
             let waiter = match outcome {
                 ProduceOutcome::Delayed { request_id } => {
                     Some(ReplicaDriver::<L, K, W>::register(core, request_id))
                 }
                 _ => None,
             };
-            (Some(outcome), waiter, screened.early)
+            (outcome, waiter)
         });
-        let mut response = match (outcome, waiter) {
-            (None, _) => ProduceResponse::default(),
-            (Some(ProduceOutcome::NoResponse), _) => return None,
-            (Some(ProduceOutcome::Respond(r)), _) => r,
-            (Some(ProduceOutcome::Delayed { .. }), Some(rx)) => match rx.await {
+        match (outcome, waiter) {
+            (ProduceOutcome::NoResponse, _) => None,
+            (ProduceOutcome::Respond(r), _) => Some(r),
+            (ProduceOutcome::Delayed { .. }, Some(rx)) => Some(match rx.await {
                 Ok(DelayedAnswer::Produce(r)) => r,
                 _ => produce_error(request, ErrorCode::RequestTimedOut),
-            },
-            (Some(ProduceOutcome::Delayed { .. }), None) => {
-                produce_error(request, ErrorCode::RequestTimedOut)
-            }
-        };
-        if request.acks == 0 {
-            return None;
-        }
-        let mut early = early;
-        if request.acks == -1 {
-            let timeout =
-                std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
-            for e in early.iter_mut() {
-                if let Some((tp, last_offset)) = &e.committed_at {
-                    if !self.wait_committed(tp, *last_offset, timeout).await {
-                        e.answer.error_code = ErrorCode::RequestTimedOut.code();
-                        e.answer.base_offset = -1;
-                    }
-                }
-            }
-        }
-        idempotence::merge(&mut response, early);
-        Some(response)
-    }
-
-    /// Waits up to `timeout` for `tp`'s high watermark to pass `last_offset` (a retried batch
-    /// answered with acks -1); false if it did not, or the broker no longer leads `tp`.
-    async fn wait_committed(
-        &self,
-        tp: &TopicPartition,
-        last_offset: i64,
-        timeout: std::time::Duration,
-    ) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let state = self.driver.with_manager(|m, _| {
-                m.partition(tp)
-                    .map(|p| (p.is_leader(), p.high_watermark() > last_offset))
-            });
-            match state {
-                Some((true, true)) => return true,
-                Some((true, false)) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                }
-                _ => return false,
+            }),
+            (ProduceOutcome::Delayed { .. }, None) => {
+                Some(produce_error(request, ErrorCode::RequestTimedOut))
             }
         }
     }

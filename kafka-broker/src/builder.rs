@@ -10,24 +10,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_replication::isr::{IsrWriter, MemoryIsrWriter, TopicPartition};
+use kafka_replication::isr::{IsrWriter, MemoryIsrWriter};
 use kafka_replication::log::LogStorage;
 use kafka_replication::partition::PartitionConfig;
 use kafka_replication::replica_fetcher::FetcherConfig;
 use kafka_replication::replica_manager::{LogFactory, ReplicaManager};
 
-use super::{AddressBook, KafkaApis, LinkFactory, ReplicaDriver, TcpLeaderLink};
+use super::{
+    AddressBook, KafkaApis, LeadershipListener, LinkFactory, ReplicaDriver, TcpLeaderLink,
+};
 use crate::server::{RequestHandler, Server, ServerConfig, ServerError, ServerHandle};
-
-/// K4.1 / KIP-380: told, after each LeaderAndIsr or StopReplica, which partitions this broker
-/// now leads and the epoch of the controller that decided it — what an ISR writer on the
-/// coordination store needs to stamp its writes.
-pub trait LeadershipListener: Send + Sync {
-    /// This broker leads `tp` by the decision of the controller of `controller_epoch`.
-    fn leading(&self, tp: &TopicPartition, controller_epoch: i32);
-    /// This broker no longer leads `tp`.
-    fn not_leading(&self, tp: &TopicPartition);
-}
 
 /// An [`IsrWriter`] as a [`Broker`] holds it. The writer itself moves into the replication
 /// driver; what it needs to hear from the request handler goes through the listener it hands
@@ -45,6 +37,7 @@ impl BrokerIsrWriter for MemoryIsrWriter {}
 
 /// Settings of a [`Broker`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BrokerConfig {
     /// The broker id.
     pub id: i32,
@@ -58,6 +51,50 @@ pub struct BrokerConfig {
     pub fetcher: FetcherConfig,
     /// How long a follower waits for one answer from its leader before reconnecting.
     pub leader_link_timeout: Duration,
+}
+
+impl BrokerConfig {
+    /// Sets [`id`](Self::id).
+    #[must_use]
+    pub fn with_id(mut self, id: i32) -> Self {
+        self.id = id;
+        self
+    }
+
+    /// Sets [`listen`](Self::listen).
+    #[must_use]
+    pub fn with_listen(mut self, listen: SocketAddr) -> Self {
+        self.listen = listen;
+        self
+    }
+
+    /// Sets [`cluster_id`](Self::cluster_id).
+    #[must_use]
+    pub fn with_cluster_id(mut self, cluster_id: String) -> Self {
+        self.cluster_id = cluster_id;
+        self
+    }
+
+    /// Sets [`partition`](Self::partition).
+    #[must_use]
+    pub fn with_partition(mut self, partition: PartitionConfig) -> Self {
+        self.partition = partition;
+        self
+    }
+
+    /// Sets [`fetcher`](Self::fetcher).
+    #[must_use]
+    pub fn with_fetcher(mut self, fetcher: FetcherConfig) -> Self {
+        self.fetcher = fetcher;
+        self
+    }
+
+    /// Sets [`leader_link_timeout`](Self::leader_link_timeout).
+    #[must_use]
+    pub fn with_leader_link_timeout(mut self, leader_link_timeout: Duration) -> Self {
+        self.leader_link_timeout = leader_link_timeout;
+        self
+    }
 }
 
 impl BrokerConfig {

@@ -29,6 +29,7 @@ pub const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
 
 /// Why a round trip over TCP failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LinkError {
     /// The leader's address is not known.
     #[error("no address known for broker {0}")]

@@ -31,14 +31,16 @@
 //! ```
 //!
 //! - [`KafkaApis`] implements the server's `RequestHandler`: one method per API.
-//! - [`ReplicaDriver`] owns the sans-IO `ReplicaManager` behind a mutex, feeds it time, answers
-//!   delayed produces and fetches, carries ISR proposals to an `IsrWriter` and runs one
-//!   `ReplicaFetcher` per leader over a `LeaderLink` made by a [`LinkFactory`].
+//! - [`ReplicaDriver`] (from `kafka_replication::replica_driver`, re-exported) owns the sans-IO
+//!   `ReplicaManager` behind a mutex, feeds it time, answers delayed produces and fetches,
+//!   carries ISR proposals to an `IsrWriter`, runs one `ReplicaFetcher` per leader over a
+//!   `LeaderLink` made by a [`LinkFactory`], and tells the [`LeadershipListener`] the
+//!   manager's `BecameLeader` / `BecameFollower` actions.
 //! - [`TcpLeaderLink`] is that link over TCP (`kafka-wire` Fetch v12 and OffsetForLeaderEpoch).
 //! - The `IsrWriter` on a coordination store (ZooKeeper or in memory) is `glue::ZkIsrWriter`;
 //!   tests use `kafka_replication::isr::MemoryIsrWriter`. A [`Broker`] takes it as a
 //!   [`BrokerIsrWriter`]: the writer moves into the driver, and the [`LeadershipListener`] it
-//!   hands out hears from [`KafkaApis`] the controller epoch of every LeaderAndIsr that made
+//!   hands out hears from the driver the controller epoch of every LeaderAndIsr that made
 //!   this broker leader, so its ISR writes carry it (K4.1, KIP-380).
 //!
 //! - [`TcpBrokerChannel`] is the controller's `BrokerChannel` over TCP: LeaderAndIsr,
@@ -73,20 +75,21 @@ mod apis;
 mod builder;
 mod channel_tcp;
 pub mod glue;
-mod idempotence;
 mod leader_link_tcp;
 pub mod node;
 mod producer_ids;
-pub mod producer_state;
-mod replica_driver;
 pub mod server;
 
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
-pub use builder::{Broker, BrokerConfig, BrokerIsrWriter, LeadershipListener};
+pub use builder::{Broker, BrokerConfig, BrokerIsrWriter};
 pub use channel_tcp::TcpBrokerChannel;
+/// The replication driver lives in `kafka-replication` (feature `tokio`); re-exported here
+/// because a broker is composed around it.
+pub use kafka_replication::replica_driver::{
+    Core, DelayedAnswer, LeadershipListener, LinkFactory, ReplicaDriver,
+};
 pub use leader_link_tcp::{
     AddressBook, KafkaConnection, LinkError, TcpLeaderLink, FOLLOWER_FETCH_VERSION,
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
 pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
-pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};

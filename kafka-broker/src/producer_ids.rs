@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 /// Why no producer id could be handed out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProducerIdError {
     /// The coordination store failed or holds a block that does not decode.
     #[error("producer id block: {0}")]

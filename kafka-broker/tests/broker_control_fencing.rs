@@ -88,10 +88,7 @@ async fn start_broker(
     writer: ZkIsrWriter,
 ) -> Result<Broker<MemoryLog, ZkIsrWriter>, Box<dyn std::error::Error>> {
     let mut config = BrokerConfig::new(1, SocketAddr::from(([127, 0, 0, 1], 0)));
-    config.partition = PartitionConfig {
-        replica_lag_time_max_ms: 200,
-        ..PartitionConfig::default()
-    };
+    config.partition = PartitionConfig::default().with_replica_lag_time_max_ms(200);
     Ok(Broker::start(
         config,
         Box::new(|_| Ok(MemoryLog::new())),

@@ -8,7 +8,9 @@ mod broker_common;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use broker_common::{connect, leader_and_isr, list_offsets, listed_offset, start_broker, TOPIC};
+use broker_common::{
+    connect, fetch, leader_and_isr, list_offsets, listed_offset, start_broker, TOPIC,
+};
 use ha_coordination::{Coordination, MemoryTree};
 use kafka_broker::glue::{
     ProducerIdBlock, ZkProducerIdManager, PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE,
@@ -107,6 +109,60 @@ async fn idempotent_retry_of_an_appended_batch_answers_its_original_offset_and_i
     // The next batch goes on.
     assert_eq!(send_produce(&mut c, &produce(1, 0, 5, 1)).await, (0, 5));
     assert_eq!(log_end(&mut c).await, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_98_a_retried_acks_all_batch_is_answered_from_the_produce_purgatory_once_the_high_watermark_passes_it(
+) {
+    let broker = start_broker(
+        1,
+        Arc::new(Mutex::new(HashMap::new())),
+        MemoryIsrWriter::new(),
+    )
+    .await;
+    let mut c = connect(&broker).await;
+    // Broker 1 leads with broker 2 in the ISR; this test plays broker 2's fetches.
+    let r = c
+        .send(4, &leader_and_isr(1, 0, &[1, 2]))
+        .await
+        .expect("answered");
+    assert!(
+        matches!(&r, ResponseBody::LeaderAndIsr(l) if l.error_code == 0),
+        "{r:?}"
+    );
+    assert_eq!(send_produce(&mut c, &produce(1, 0, 0, 2)).await, (0, 0));
+    // The acks=all retry of that batch waits: the follower has not got it.
+    let mut retry_connection = connect(&broker).await;
+    let retry =
+        tokio::spawn(
+            async move { send_produce(&mut retry_connection, &produce(-1, 0, 0, 2)).await },
+        );
+    let parked = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let waiting = broker
+                .apis
+                .driver()
+                .with_manager(|m, _| m.delayed_produces());
+            if waiting == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert!(parked.is_ok(), "the retry waits in the produce purgatory");
+    assert!(!retry.is_finished());
+    assert_eq!(log_end(&mut c).await, 2, "not appended again");
+    // Broker 2 fetches the records, then fetches again from their end: the HW passes them.
+    c.send(12, &fetch(2, 0, 0)).await.expect("answered");
+    assert!(!retry.is_finished());
+    c.send(12, &fetch(2, 2, 0)).await.expect("answered");
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), retry).await;
+    assert!(
+        matches!(answer, Ok(Ok((0, 0)))),
+        "the original offset once committed: {answer:?}"
+    );
+    assert_eq!(log_end(&mut c).await, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -144,10 +144,9 @@ async fn replica_lag_time_max_a_silent_follower_falling_behind_leaves_the_isr_an
             partition_epoch: 0,
         },
     );
-    let config = PartitionConfig {
-        replica_lag_time_max_ms: 400,
-        min_insync_replicas: 1,
-    };
+    let config = PartitionConfig::default()
+        .with_replica_lag_time_max_ms(400)
+        .with_min_insync_replicas(1);
     let b1 = start_broker_with(1, addresses.clone(), store.clone(), config).await;
     let b2 = start_broker_with(2, addresses.clone(), store, config).await;
     if let Ok(mut a) = addresses.lock() {
@@ -217,12 +216,10 @@ async fn kafka_10554_truncation_through_fetch_v12_diverging_epochs_over_tcp() {
 /// through OffsetForLeaderEpoch, or through the diverging epoch of a Fetch v12 answer.
 async fn old_leader_truncates_its_tail(truncate_via_fetch: bool) {
     let addresses = Arc::new(Mutex::new(HashMap::new()));
-    let fetcher = FetcherConfig {
-        max_wait_ms: 100,
-        backoff_ms: 50,
-        truncate_via_fetch,
-        ..Default::default()
-    };
+    let fetcher = FetcherConfig::default()
+        .with_max_wait_ms(100)
+        .with_backoff_ms(50)
+        .with_truncate_via_fetch(truncate_via_fetch);
     let start = |id| {
         start_broker_full(
             id,

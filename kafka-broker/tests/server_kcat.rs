@@ -122,10 +122,7 @@ async fn kcat_lists_the_cluster_through_api_versions_and_metadata() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let handler = Arc::new(OneBrokerMetadata { port: addr.port() });
-    let config = ServerConfig {
-        broker: 1,
-        ..Default::default()
-    };
+    let config = ServerConfig::default().with_broker(1);
     let server = Server::serve(listener, config, handler).expect("server starts");
 
     let args: Vec<String> = ["-L", "-b", &addr.to_string(), "-m", "10"]

@@ -99,14 +99,12 @@ impl RequestHandler for TestHandler {
 }
 
 fn config() -> ServerConfig {
-    ServerConfig {
-        broker: 1,
-        num_processors: 2,
-        num_handlers: 4,
-        request_queue_size: 16,
-        read_timeout: Duration::from_millis(500),
-        ..Default::default()
-    }
+    ServerConfig::default()
+        .with_broker(1)
+        .with_num_processors(2)
+        .with_num_handlers(4)
+        .with_request_queue_size(16)
+        .with_read_timeout(Duration::from_millis(500))
 }
 
 async fn start(config: ServerConfig, handler: Arc<TestHandler>) -> ServerHandle {
@@ -260,10 +258,7 @@ async fn k3_responses_keep_request_order_when_handlers_finish_out_of_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k3_one_in_flight_per_connection_as_kafka_mutes_keeps_order_too() {
     let server = start(
-        ServerConfig {
-            max_in_flight_per_connection: 1,
-            ..config()
-        },
+        config().with_max_in_flight_per_connection(1),
         TestHandler::new(3),
     )
     .await;
@@ -304,14 +299,7 @@ async fn acks_zero_produce_gets_no_response_and_the_next_request_is_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_handler_closes_only_its_connection_and_the_workers_go_on() {
-    let server = start(
-        ServerConfig {
-            num_handlers: 1,
-            ..config()
-        },
-        TestHandler::new(0),
-    )
-    .await;
+    let server = start(config().with_num_handlers(1), TestHandler::new(0)).await;
     let mut good = connect(&server).await;
     round_trip(&mut good, 1).await;
     let mut bad = connect(&server).await;
@@ -417,14 +405,7 @@ async fn api_versions_above_the_advertised_range_gets_unsupported_version_as_v0(
 /// Every kind of bad client, each on its own connection, while a good client keeps going.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_clients_are_closed_and_do_not_disturb_a_concurrent_good_client() {
-    let server = start(
-        ServerConfig {
-            max_frame_size: 64 * 1024,
-            ..config()
-        },
-        TestHandler::new(0),
-    )
-    .await;
+    let server = start(config().with_max_frame_size(64 * 1024), TestHandler::new(0)).await;
     let mut good = connect(&server).await;
     round_trip(&mut good, 0).await;
 
@@ -485,11 +466,9 @@ async fn hostile_clients_are_closed_and_do_not_disturb_a_concurrent_good_client(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_does_not_block_other_connections_of_its_processor() {
     let server = start(
-        ServerConfig {
-            num_processors: 1,
-            write_timeout: Duration::from_secs(4),
-            ..config()
-        },
+        config()
+            .with_num_processors(1)
+            .with_write_timeout(Duration::from_secs(4)),
         TestHandler::new(0),
     )
     .await;
@@ -550,11 +529,7 @@ async fn many_concurrent_connections_are_all_served() {
 #[tokio::test]
 async fn a_full_request_channel_slows_clients_down_without_losing_requests() {
     let server = start(
-        ServerConfig {
-            num_handlers: 1,
-            request_queue_size: 1,
-            ..config()
-        },
+        config().with_num_handlers(1).with_request_queue_size(1),
         TestHandler::new(2),
     )
     .await;
@@ -583,10 +558,7 @@ async fn a_full_request_channel_slows_clients_down_without_losing_requests() {
 #[tokio::test]
 async fn an_idle_connection_is_closed_after_the_idle_timeout() {
     let server = start(
-        ServerConfig {
-            idle_timeout: Duration::from_millis(300),
-            ..config()
-        },
+        config().with_idle_timeout(Duration::from_millis(300)),
         TestHandler::new(0),
     )
     .await;

@@ -47,6 +47,7 @@ impl EpochEndOffset {
 
 /// Errors of the cache.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EpochCacheError {
     /// A negative epoch or start offset.
     #[error("invalid leader epoch entry: epoch {epoch}, start offset {start_offset}")]

@@ -101,6 +101,7 @@ impl MemoryIsrWriter {
     }
 
     /// The synchronous form of [`IsrWriter::propose`].
+    #[must_use = "the partition waits for this answer (`on_isr_result`)"]
     pub fn propose_now(&mut self, proposal: &IsrProposal) -> IsrResult {
         let Some(current) = self.states.get_mut(&proposal.topic_partition) else {
             return IsrResult::Conflict { current: None };

@@ -3,9 +3,11 @@
 //! A broker's half of Kafka replication (K4, K8) as building blocks: partition logs, the
 //! leader-epoch cache, a partition's ISR / log end offset / high watermark state on leader and
 //! follower, leader-epoch truncation, and a delayed-operation purgatory over a hierarchical
-//! timing wheel. Everything here is deterministic and sans-IO except the [`log::FileLog`]: time
-//! is a number of milliseconds you pass in, and ISR changes are proposals you carry to an
-//! [`isr::IsrWriter`] yourself.
+//! timing wheel, and the idempotent-producer state of each partition's log (KIP-98). Everything
+//! here is deterministic and sans-IO except the [`log::FileLog`] and the tokio driver: time is
+//! a number of milliseconds you pass in, and ISR changes are proposals you carry to an
+//! [`isr::IsrWriter`] yourself — or let `replica_driver::ReplicaDriver` (feature `tokio`, on
+//! by default) carry them, feed the time and run the fetchers over [`replica_fetcher::LeaderLink`]s.
 //!
 //! The behaviour is Kafka 2.8's with the data-loss fixes made since the 0.8 design: leader
 //! epochs in every batch and truncation by epoch instead of to the high watermark (KIP-101),
@@ -191,7 +193,7 @@
 //! batch.append(0, None, Some(b"paid"), &[])?;
 //! broker1.append_records(&tp, batch.build()?, -1)?;
 //!
-//! let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig { max_wait_ms: 0, ..Default::default() });
+//! let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig::default().with_max_wait_ms(0));
 //! fetcher.add_partitions([tp.clone()]);
 //! for now in 1..4 {
 //!     match fetcher.poll_request(now, &mut broker2) {
@@ -224,7 +226,10 @@ pub mod isr;
 pub mod log;
 pub mod metadata_cache;
 pub mod partition;
+pub mod producer_state;
 pub mod purgatory;
+#[cfg(feature = "tokio")]
+pub mod replica_driver;
 pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod timer;

@@ -66,6 +66,7 @@ pub enum Admission {
 
 /// Errors of the purgatory.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PurgatoryError {
     /// More operations than the purgatory can index (`u32::MAX - 1`).
     #[error("purgatory is full")]
@@ -290,6 +291,7 @@ impl<K: Hash + Eq + Clone, T> Purgatory<K, T> {
     }
 
     /// The next finished operation, in the order they finished.
+    #[must_use = "dropping it loses the operation's answer"]
     pub fn poll_completed(&mut self) -> Option<Finished<T>> {
         self.finished.pop_front()
     }

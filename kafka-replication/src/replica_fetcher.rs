@@ -41,6 +41,7 @@ pub trait LeaderLink: Send {
 
 /// Settings of a fetcher (Kafka's `replica.fetch.*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FetcherConfig {
     /// `replica.fetch.wait.max.ms` (500).
     pub max_wait_ms: i32,
@@ -54,6 +55,50 @@ pub struct FetcherConfig {
     pub backoff_ms: u64,
     /// Truncate through Fetch v12+ diverging epochs instead of OffsetForLeaderEpoch.
     pub truncate_via_fetch: bool,
+}
+
+impl FetcherConfig {
+    /// Sets [`max_wait_ms`](Self::max_wait_ms).
+    #[must_use]
+    pub fn with_max_wait_ms(mut self, max_wait_ms: i32) -> Self {
+        self.max_wait_ms = max_wait_ms;
+        self
+    }
+
+    /// Sets [`min_bytes`](Self::min_bytes).
+    #[must_use]
+    pub fn with_min_bytes(mut self, min_bytes: i32) -> Self {
+        self.min_bytes = min_bytes;
+        self
+    }
+
+    /// Sets [`max_bytes`](Self::max_bytes).
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: i32) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Sets [`partition_max_bytes`](Self::partition_max_bytes).
+    #[must_use]
+    pub fn with_partition_max_bytes(mut self, partition_max_bytes: i32) -> Self {
+        self.partition_max_bytes = partition_max_bytes;
+        self
+    }
+
+    /// Sets [`backoff_ms`](Self::backoff_ms).
+    #[must_use]
+    pub fn with_backoff_ms(mut self, backoff_ms: u64) -> Self {
+        self.backoff_ms = backoff_ms;
+        self
+    }
+
+    /// Sets [`truncate_via_fetch`](Self::truncate_via_fetch).
+    #[must_use]
+    pub fn with_truncate_via_fetch(mut self, truncate_via_fetch: bool) -> Self {
+        self.truncate_via_fetch = truncate_via_fetch;
+        self
+    }
 }
 
 impl Default for FetcherConfig {
@@ -169,6 +214,7 @@ impl ReplicaFetcher {
 
     /// The next request to send, if any: truncation first, then a fetch of every partition
     /// that is ready. One request is in flight at a time.
+    #[must_use = "the request is in flight once polled: dropping it stalls the partitions"]
     pub fn poll_request<L: LogStorage>(
         &mut self,
         now_ms: u64,
@@ -405,6 +451,7 @@ impl<L> MemoryLeaderLink<L> {
 
 /// Why a [`MemoryLeaderLink`] round trip failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MemoryLinkError {
     /// The leader's lock was poisoned by a panic.
     #[error("the leader's replica manager is unavailable")]

@@ -86,6 +86,29 @@ pub enum ReplicaAction {
         /// The response.
         response: FetchResponse,
     },
+    /// K4.3: a LeaderAndIsr made this broker the leader of `topic_partition` at
+    /// `leader_epoch` — every newer leader epoch applied as leader, also when it led before.
+    /// `controller_epoch` is the partition state's: the epoch of the controller that made the
+    /// leadership decision, which the ISR writes of this leadership carry (K4.1, Kafka's
+    /// `Partition.controllerEpoch`).
+    BecameLeader {
+        /// The partition.
+        topic_partition: TopicPartition,
+        /// The leader epoch now led.
+        leader_epoch: i32,
+        /// The controller epoch of the partition state.
+        controller_epoch: i32,
+    },
+    /// K4.3: a LeaderAndIsr made this broker a follower of `topic_partition` (it no longer
+    /// leads it, if it did).
+    BecameFollower {
+        /// The partition.
+        topic_partition: TopicPartition,
+        /// The leader it follows (-1: none).
+        leader: BrokerId,
+        /// The leader epoch now followed.
+        leader_epoch: i32,
+    },
 }
 
 /// One partition a StopReplica request names (K2.1), whatever the request's layout: v0
@@ -181,8 +204,8 @@ pub struct ReplicaManager<L> {
     next_isr_check_ms: u64,
     now_ms: u64,
     actions: VecDeque<ReplicaAction>,
-    /// Test-only: ignore the controller epoch (K4.1) and the leader epoch (K4.2).
-    #[cfg(any(test, feature = "legacy-switches"))]
+    /// Test-only: ignore the controller epoch (K4.1) and the leader epoch (K4.2). Always
+    /// false unless set through `set_ignore_epochs` (`never-in-production` builds).
     ignore_epochs: bool,
 }
 
@@ -227,25 +250,20 @@ impl<L: LogStorage> ReplicaManager<L> {
             next_isr_check_ms: now_ms + config.isr_check_interval_ms(),
             now_ms,
             actions: VecDeque::new(),
-            #[cfg(any(test, feature = "legacy-switches"))]
             ignore_epochs: false,
         }
     }
 
-    /// Test-only broken variant (`legacy-switches` builds): apply every LeaderAndIsr whatever
-    /// its controller epoch (no K4.1) and leader epoch (no K4.2), as a broker that forgets
-    /// what it applied would; the simulator shows that its checks catch it.
-    #[cfg(any(test, feature = "legacy-switches"))]
+    /// Test-only broken variant (`never-in-production` builds): apply every LeaderAndIsr
+    /// whatever its controller epoch (no K4.1) and leader epoch (no K4.2), as a broker that
+    /// forgets what it applied would; the simulator shows that its checks catch it.
+    #[cfg(any(test, feature = "never-in-production"))]
     pub fn set_ignore_epochs(&mut self, on: bool) {
         self.ignore_epochs = on;
     }
 
     fn ignores_epochs(&self) -> bool {
-        #[cfg(any(test, feature = "legacy-switches"))]
-        if self.ignore_epochs {
-            return true;
-        }
-        false
+        self.ignore_epochs
     }
 
     /// Takes the manager apart into its partitions' logs, in partition order (the broker
@@ -366,6 +384,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     }
 
     /// The next effect to perform.
+    #[must_use = "dropping it loses the effect (an ISR write, an answer)"]
     pub fn poll_action(&mut self) -> Option<ReplicaAction> {
         self.actions.pop_front()
     }
@@ -382,7 +401,9 @@ impl<L: LogStorage> ReplicaManager<L> {
     }
 
     /// K4: `becomeLeaderOrFollower`. `version` selects the response layout (topics with ids
-    /// from v5).
+    /// from v5). Each partition made leader or follower is reported as a
+    /// [`ReplicaAction::BecameLeader`] / [`ReplicaAction::BecameFollower`] (leaders first, in
+    /// request order), so that the caller need not walk the request again.
     pub fn become_leader_or_follower(
         &mut self,
         now_ms: u64,
@@ -476,7 +497,14 @@ impl<L: LogStorage> ReplicaManager<L> {
                 .partition_or_create(&tp)
                 .and_then(|p| p.make_leader(now_ms, &state))
             {
-                Ok(_) => stop_fetching.push(tp.clone()),
+                Ok(_) => {
+                    stop_fetching.push(tp.clone());
+                    self.actions.push_back(ReplicaAction::BecameLeader {
+                        topic_partition: tp.clone(),
+                        leader_epoch: state.leader_epoch,
+                        controller_epoch: state.controller_epoch,
+                    });
+                }
                 Err(e) => {
                     codes.insert((tp.topic.clone(), tp.partition), error_code_of(&e));
                 }
@@ -485,10 +513,17 @@ impl<L: LogStorage> ReplicaManager<L> {
         }
         let mut start_fetching: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
         for (tp, state) in followers {
-            match self
+            let made = self
                 .partition_or_create(&tp)
-                .and_then(|p| p.make_follower(&state))
-            {
+                .and_then(|p| p.make_follower(&state));
+            if made.is_ok() {
+                self.actions.push_back(ReplicaAction::BecameFollower {
+                    topic_partition: tp.clone(),
+                    leader: state.leader,
+                    leader_epoch: state.leader_epoch,
+                });
+            }
+            match made {
                 Ok(true) if state.leader >= 0 => {
                     stop_fetching.push(tp.clone());
                     start_fetching
@@ -684,6 +719,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// state on the leader (K8.2); consumers read to the HW. Answers at once (K8.4) when
     /// `max_wait_ms ≤ 0`, no partition was asked for, enough bytes are readable, or any
     /// partition has an error or a diverging epoch; otherwise parks a delayed fetch (K8.5).
+    #[must_use = "a delayed fetch is answered under the returned id"]
     pub fn fetch(&mut self, now_ms: u64, request: &FetchRequest) -> FetchOutcome {
         self.now_ms = self.now_ms.max(now_ms);
         let replica_id = if request.replica_id != CONSUMER_REPLICA_ID {

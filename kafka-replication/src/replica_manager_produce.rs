@@ -107,6 +107,7 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// when its ISR is below `min.insync.replicas` (NOT_ENOUGH_REPLICAS) and waits, up to
     /// `timeout_ms`, for the HW to cover what was appended; a partition still waiting then
     /// answers REQUEST_TIMED_OUT.
+    #[must_use = "the records are written; a delayed answer comes under the returned id"]
     pub fn produce(&mut self, now_ms: u64, request: &ProduceRequest) -> ProduceOutcome {
         self.now_ms = self.now_ms.max(now_ms);
         let acks = request.acks;

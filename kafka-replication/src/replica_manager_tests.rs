@@ -586,3 +586,254 @@ fn k8_2_a_caught_up_follower_fetch_proposes_isr_expansion() {
     });
     assert_eq!(proposal.map(|p| p.proposed.isr), Some(vec![1, 2]));
 }
+
+#[test]
+fn k4_3_leader_and_isr_reports_became_leader_and_became_follower_as_actions() {
+    let mut m = manager(2);
+    m.become_leader_or_follower(0, &lair(3, &[(0, 1, 1), (1, 2, 1)]), 4);
+    let a = actions(&mut m);
+    assert!(a.contains(&ReplicaAction::BecameLeader {
+        topic_partition: tp(1),
+        leader_epoch: 1,
+        controller_epoch: 3,
+    }));
+    assert!(a.contains(&ReplicaAction::BecameFollower {
+        topic_partition: tp(0),
+        leader: 1,
+        leader_epoch: 1,
+    }));
+    // Leadership of partition 0 moves here, partition 1 moves away.
+    m.become_leader_or_follower(0, &lair(4, &[(0, 2, 2), (1, 1, 2)]), 4);
+    let a = actions(&mut m);
+    let leadership: Vec<_> = a
+        .iter()
+        .filter(|x| {
+            matches!(
+                x,
+                ReplicaAction::BecameLeader { .. } | ReplicaAction::BecameFollower { .. }
+            )
+        })
+        .collect();
+    assert_eq!(
+        leadership,
+        vec![
+            &ReplicaAction::BecameLeader {
+                topic_partition: tp(0),
+                leader_epoch: 2,
+                controller_epoch: 4,
+            },
+            &ReplicaAction::BecameFollower {
+                topic_partition: tp(1),
+                leader: 1,
+                leader_epoch: 2,
+            },
+        ]
+    );
+    // Nothing is reported for what a request did not apply: a fenced leader epoch, a stale
+    // controller.
+    m.become_leader_or_follower(0, &lair(4, &[(0, 2, 2)]), 4);
+    m.become_leader_or_follower(0, &lair(3, &[(1, 2, 9)]), 4);
+    assert!(!actions(&mut m).iter().any(|x| matches!(
+        x,
+        ReplicaAction::BecameLeader { .. } | ReplicaAction::BecameFollower { .. }
+    )));
+}
+
+mod idempotence {
+    use super::*;
+    use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_wire::messages::ProduceRequest;
+    use kafka_wire::records::RecordBatchBuilder;
+
+    const PID: i64 = 7;
+
+    /// An idempotent batch of `n` records from (`PID`, `epoch`) at sequence `seq`.
+    fn idempotent(epoch: i16, seq: i32, n: usize) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0).producer(PID, epoch, seq);
+        for i in 0..n {
+            if let Err(e) = b.append(i as i64, None, Some(b"v"), &[]) {
+                panic!("cannot build a test batch: {e}");
+            }
+        }
+        match b.build() {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("cannot build a test batch: {e}"),
+        }
+    }
+
+    fn produce(acks: i16, records: Bytes) -> ProduceRequest {
+        ProduceRequest {
+            acks,
+            timeout_ms: 1_000,
+            topic_data: vec![TopicProduceData {
+                name: "t".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(records),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// (error code, base offset) of an immediate answer.
+    fn answered(outcome: ProduceOutcome) -> (i16, i64) {
+        let ProduceOutcome::Respond(r) = outcome else {
+            panic!("expected an immediate answer, got {outcome:?}")
+        };
+        let p = &r.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    }
+
+    /// The delayed produce answers among the pending actions, by request id.
+    fn delayed_answers(m: &mut ReplicaManager<MemoryLog>) -> Vec<(u64, i16, i64)> {
+        actions(m)
+            .into_iter()
+            .filter_map(|a| match a {
+                ReplicaAction::ProduceResponse {
+                    request_id,
+                    response,
+                } => {
+                    let p = &response.responses[0].partition_responses[0];
+                    Some((request_id, p.error_code, p.base_offset))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn leo(m: &ReplicaManager<MemoryLog>) -> Option<i64> {
+        m.partition(&tp(0)).map(|p| p.log_end_offset())
+    }
+
+    #[test]
+    fn kip_98_a_new_leader_detects_a_duplicate_written_under_the_previous_leader() {
+        let mut b1 = manager(1);
+        let mut b2 = manager(2);
+        let epoch1 = lair(1, &[(0, 1, 1)]);
+        b1.become_leader_or_follower(0, &epoch1, 4);
+        b2.become_leader_or_follower(0, &epoch1, 4);
+        assert_eq!(
+            answered(b1.produce(0, &produce(1, idempotent(0, 0, 2)))),
+            (0, 0)
+        );
+        assert_eq!(
+            answered(b1.produce(0, &produce(1, idempotent(0, 2, 3)))),
+            (0, 2)
+        );
+        // Broker 2 replicates both batches as a follower.
+        let read = respond(b1.fetch(1, &fetch_request(2, 0, 0, &[(0, 0, 1)])));
+        let records = first(&read).records.clone().unwrap_or_default();
+        let appended = b2
+            .partition_mut(&tp(0))
+            .map(|p| p.append_as_follower(records, 0));
+        assert!(matches!(appended, Some(Ok(Some(_)))));
+        assert_eq!(leo(&b2), Some(5));
+        assert!(b2
+            .partition(&tp(0))
+            .is_some_and(|p| p.producer_state().is_empty()));
+
+        // Broker 1 fails; broker 2 leads epoch 2 and the producer retries its last batch.
+        b2.become_leader_or_follower(0, &lair(2, &[(0, 2, 2)]), 4);
+        assert_eq!(
+            answered(b2.produce(1, &produce(1, idempotent(0, 2, 3)))),
+            (0, 2),
+            "answered with the offset it got under the previous leader"
+        );
+        assert_eq!(leo(&b2), Some(5), "not appended twice");
+        // The first batch too is known; the sequence goes on from the old leader's.
+        assert_eq!(
+            answered(b2.produce(1, &produce(1, idempotent(0, 0, 2)))),
+            (0, 0)
+        );
+        assert_eq!(
+            answered(b2.produce(1, &produce(1, idempotent(0, 9, 1)))).0,
+            ErrorCode::OutOfOrderSequenceNumber.code()
+        );
+        assert_eq!(
+            answered(b2.produce(1, &produce(1, idempotent(0, 5, 1)))),
+            (0, 5)
+        );
+        assert_eq!(leo(&b2), Some(6));
+    }
+
+    #[test]
+    fn kip_98_a_retried_acks_all_duplicate_is_answered_only_once_the_high_watermark_passes_it() {
+        let mut m = manager(1);
+        m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+        actions(&mut m);
+        let ProduceOutcome::Delayed { request_id: first } =
+            m.produce(0, &produce(-1, idempotent(0, 0, 2)))
+        else {
+            panic!("acks=-1 waits for the follower")
+        };
+        // The client times out on its side and retries: no append, but a wait in the
+        // purgatory on the original's offsets.
+        let ProduceOutcome::Delayed { request_id: retry } =
+            m.produce(1, &produce(-1, idempotent(0, 0, 2)))
+        else {
+            panic!("the retried acks=-1 batch waits too")
+        };
+        assert_eq!(leo(&m), Some(2));
+        assert_eq!(m.delayed_produces(), 2);
+        assert_eq!(delayed_answers(&mut m), vec![]);
+        // The follower fetches the records, but its next fetch (which tells the leader it
+        // has them) has not come yet: still nothing.
+        respond(m.fetch(2, &fetch_request(2, 0, 0, &[(0, 0, 1)])));
+        assert_eq!(delayed_answers(&mut m), vec![]);
+        assert_eq!(m.partition(&tp(0)).map(|p| p.high_watermark()), Some(0));
+        // The HW passes the batch: both are answered with the original offset.
+        respond(m.fetch(3, &fetch_request(2, 0, 0, &[(0, 2, 1)])));
+        assert_eq!(delayed_answers(&mut m), vec![(first, 0, 0), (retry, 0, 0)]);
+        assert_eq!(m.delayed_produces(), 0);
+        // A retry of a committed batch is answered as soon as it is parked.
+        let ProduceOutcome::Delayed { request_id: late } =
+            m.produce(4, &produce(-1, idempotent(0, 0, 2)))
+        else {
+            panic!("acks=-1 goes through the purgatory")
+        };
+        assert_eq!(delayed_answers(&mut m), vec![(late, 0, 0)]);
+        assert_eq!(leo(&m), Some(2));
+    }
+
+    #[test]
+    fn kip_98_a_retried_acks_all_duplicate_times_out_if_the_high_watermark_does_not_pass_it() {
+        let mut m = manager(1);
+        m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+        actions(&mut m);
+        let first = m.produce(0, &produce(-1, idempotent(0, 0, 2)));
+        assert!(matches!(first, ProduceOutcome::Delayed { .. }));
+        let ProduceOutcome::Delayed { request_id: retry } =
+            m.produce(500, &produce(-1, idempotent(0, 0, 2)))
+        else {
+            panic!("the retried acks=-1 batch waits")
+        };
+        m.tick(1_000);
+        let answers = delayed_answers(&mut m);
+        assert!(!answers.iter().any(|(id, _, _)| *id == retry));
+        m.tick(1_500);
+        let answers = delayed_answers(&mut m);
+        assert_eq!(
+            answers,
+            vec![(retry, ErrorCode::RequestTimedOut.code(), 0)],
+            "the base offset stays, as for an append whose replication timed out"
+        );
+    }
+
+    #[test]
+    fn kip_98_fenced_producer_epoch_is_refused_and_not_appended() {
+        let mut m = manager(1);
+        m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+        assert_eq!(
+            answered(m.produce(0, &produce(1, idempotent(1, 0, 1)))),
+            (0, 0)
+        );
+        assert_eq!(
+            answered(m.produce(0, &produce(1, idempotent(0, 1, 1)))),
+            (ErrorCode::InvalidProducerEpoch.code(), -1)
+        );
+        assert_eq!(leo(&m), Some(1));
+    }
+}

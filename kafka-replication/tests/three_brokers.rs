@@ -49,10 +49,9 @@ impl Cluster {
                 Broker {
                     manager: ReplicaManager::new(
                         id,
-                        PartitionConfig {
-                            replica_lag_time_max_ms: 10_000,
-                            min_insync_replicas: 2,
-                        },
+                        PartitionConfig::default()
+                            .with_replica_lag_time_max_ms(10_000)
+                            .with_min_insync_replicas(2),
                         0,
                         Box::new(|_| Ok(MemoryLog::new())),
                     ),
@@ -120,10 +119,7 @@ impl Cluster {
                             ReplicaFetcher::new(
                                 id,
                                 leader,
-                                FetcherConfig {
-                                    max_wait_ms: 0,
-                                    ..Default::default()
-                                },
+                                FetcherConfig::default().with_max_wait_ms(0),
                             )
                         });
                         fetcher.add_partitions(partitions);
@@ -145,7 +141,9 @@ impl Cluster {
                         }
                     }
                     ReplicaAction::StartHighWatermarkCheckpoint
-                    | ReplicaAction::FetchResponse { .. } => {}
+                    | ReplicaAction::FetchResponse { .. }
+                    | ReplicaAction::BecameLeader { .. }
+                    | ReplicaAction::BecameFollower { .. } => {}
                 }
             }
             for p in proposals {

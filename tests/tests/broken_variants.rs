@@ -1,5 +1,5 @@
 //! The checker can fail: each deliberately broken variant — of the replication core (its
-//! `legacy-switches`) or of the model (`Broken`) — is caught within a stated number of seeds
+//! `never-in-production`) or of the model (`Broken`) — is caught within a stated number of seeds
 //! of the default fault mix. (KAFKA-7128's early ISR expansion needs a tighter schedule than
 //! random faults give; it is caught by the scripted `known_bugs::kafka_7128_*` test.)
 

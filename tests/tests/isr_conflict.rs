@@ -43,10 +43,9 @@ fn lost_isr_answer_then_conflict_keeps_the_pending_expansion_out_of_the_high_wat
         partition_epoch: 0,
     };
     store.set(tp.clone(), start.clone());
-    let cfg = PartitionConfig {
-        replica_lag_time_max_ms: 10_000,
-        min_insync_replicas: 1,
-    };
+    let cfg = PartitionConfig::default()
+        .with_replica_lag_time_max_ms(10_000)
+        .with_min_insync_replicas(1);
     let mut p = Partition::new(tp.clone(), 1, MemoryLog::new(), cfg);
     let state = PartitionState {
         controller_epoch: 1,

@@ -97,10 +97,7 @@ fn jepsen_2013_with_min_insync_replicas_2_loses_nothing_even_with_unclean_electi
 }
 
 fn expand_at_hw(p: &mut Partition<MemoryLog>) {
-    p.set_legacy(Legacy {
-        expand_isr_at_high_watermark: true,
-        ..Legacy::default()
-    });
+    p.set_legacy(Legacy::default().with_expand_isr_at_high_watermark(true));
 }
 
 /// KAFKA-7128, four brokers: broker 3 is down for a while and leaves the ISR, then catches up

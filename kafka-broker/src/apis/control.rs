@@ -9,7 +9,7 @@ use std::sync::PoisonError;
 
 use kafka_controller::controller::{ControllerError, ControllerHandle};
 use kafka_controller::election::ControlledShutdownError;
-use kafka_replication::isr::{IsrWriter, TopicPartition};
+use kafka_replication::isr::IsrWriter;
 use kafka_replication::log::LogStorage;
 use kafka_replication::replica_fetcher::LeaderLink;
 use kafka_replication::replica_manager::stop_replica_targets;
@@ -26,7 +26,7 @@ use kafka_wire::messages::{
 };
 use tokio::sync::watch;
 
-use super::{idempotence, KafkaApis, UNKNOWN_BROKER_EPOCH};
+use super::{KafkaApis, UNKNOWN_BROKER_EPOCH};
 
 impl<L, K, W> KafkaApis<L, K, W>
 where
@@ -138,10 +138,10 @@ where
         request_epoch != UNKNOWN_BROKER_EPOCH && request_epoch < self.broker_epoch()
     }
 
-    /// LeaderAndIsr (K4) from the controller: applied by the replica manager; then every
-    /// partition this broker now leads at the request's leader epoch is reported to the
-    /// leadership listener with the deciding controller's epoch (K4.1: the ISR writes it makes
-    /// as leader carry that epoch), and every partition it follows as no longer led.
+    /// LeaderAndIsr (K4) from the controller, applied by the replica manager. The partitions
+    /// it made this broker leader of come out as `ReplicaAction::BecameLeader` (with the
+    /// deciding controller's epoch: K4.1, the ISR writes it makes as leader carry it) and those
+    /// it follows as `ReplicaAction::BecameFollower`; the driver tells the leadership listener.
     ///
     /// KIP-380: a request from a stale broker epoch gets STALE_BROKER_EPOCH for every
     /// partition and changes nothing.
@@ -159,41 +159,8 @@ where
             );
             return leader_and_isr_error(request, version, ErrorCode::StaleBrokerEpoch);
         }
-        self.driver.with_manager(|m, now| {
-            let response = m.become_leader_or_follower(now, request, version);
-            let mut producers = self.producers();
-            let grouped = request.topic_states.iter().flat_map(|t| {
-                t.partition_states
-                    .iter()
-                    .map(move |p| (t.topic_name.to_string(), p))
-            });
-            let ungrouped = request
-                .ungrouped_partition_states
-                .iter()
-                .map(|p| (p.topic_name.to_string(), p));
-            for (topic, p) in grouped.chain(ungrouped) {
-                let tp = TopicPartition::new(topic, p.partition_index);
-                match m.partition(&tp) {
-                    Some(part) if part.is_leader() && part.leader_epoch() == p.leader_epoch => {
-                        if !producers.knows(&tp) {
-                            idempotence::rebuild(part.log(), &tp, &mut producers);
-                        }
-                        if let Some(listener) = &self.leadership {
-                            listener.leading(&tp, p.controller_epoch);
-                        }
-                    }
-                    Some(part) if !part.is_leader() => {
-                        // A follower's log moves on without it: its producer state is stale.
-                        producers.forget(&tp);
-                        if let Some(listener) = &self.leadership {
-                            listener.not_leading(&tp);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            response
-        })
+        self.driver
+            .with_manager(|m, now| m.become_leader_or_follower(now, request, version))
     }
 
     /// UpdateMetadata (K5.1) from the controller into the metadata cache. KIP-380: from a
@@ -254,8 +221,7 @@ where
                 let code =
                     match m.stop_replica(request.controller_epoch, &tp, t.leader_epoch, t.delete) {
                         Ok(_) => {
-                            self.producers().forget(&tp);
-                            if let Some(listener) = &self.leadership {
+                            if let Some(listener) = self.driver.leadership_listener() {
                                 listener.not_leading(&tp);
                             }
                             ErrorCode::None.code()

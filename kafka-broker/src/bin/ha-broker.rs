@@ -123,10 +123,11 @@ async fn run(args: Args) -> Result<(), String> {
     config.broker.partition.replica_lag_time_max_ms = args.replica_lag_time_max_ms;
     config.broker.partition.min_insync_replicas = args.min_insync_replicas;
     config.controller.auto_leader_rebalance_enable = args.auto_leader_rebalance;
-    config.auto_create_topics = args.auto_create_topics.then_some(AutoCreateConfig {
-        partitions: args.num_partitions,
-        replication_factor: args.default_replication_factor,
-    });
+    config.auto_create_topics = args.auto_create_topics.then_some(
+        AutoCreateConfig::default()
+            .with_partitions(args.num_partitions)
+            .with_replication_factor(args.default_replication_factor),
+    );
     let (session, admin_session): (Arc<dyn Coordination>, Option<Arc<dyn Coordination>>) =
         match &args.zookeeper {
             Some(connect) => {

@@ -70,6 +70,7 @@ impl LeadershipListener for ControllerEpochs {
 
 /// Why an ISR write could not be attempted or its outcome is unknown.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IsrWriteError {
     /// The store failed (session or connection lost past the retries, or another error).
     #[error("coordination store: {0}")]

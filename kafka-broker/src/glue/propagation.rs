@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 /// The timings of ISR change propagation (Kafka's `IsrChangeNotificationConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IsrPropagationConfig {
     /// How often the task checks for pending changes (2.5 s).
     pub check_interval: Duration,
@@ -25,6 +26,29 @@ pub struct IsrPropagationConfig {
     pub linger: Duration,
     /// Propagate anyway once the last propagation is older than this (60 s).
     pub max_delay: Duration,
+}
+
+impl IsrPropagationConfig {
+    /// Sets [`check_interval`](Self::check_interval).
+    #[must_use]
+    pub fn with_check_interval(mut self, check_interval: Duration) -> Self {
+        self.check_interval = check_interval;
+        self
+    }
+
+    /// Sets [`linger`](Self::linger).
+    #[must_use]
+    pub fn with_linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    /// Sets [`max_delay`](Self::max_delay).
+    #[must_use]
+    pub fn with_max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = max_delay;
+        self
+    }
 }
 
 impl Default for IsrPropagationConfig {
@@ -94,6 +118,7 @@ impl PendingIsrChanges {
     /// If [`should_propagate`] at `now`, takes every pending partition as one batch and counts
     /// `now` as the last propagation. A batch whose write fails goes back with
     /// [`restore`](Self::restore).
+    #[must_use = "the taken changes are no longer pending: dropping them loses the ISR change notification"]
     pub fn take_due(
         &mut self,
         config: &IsrPropagationConfig,

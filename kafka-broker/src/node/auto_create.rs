@@ -23,11 +23,28 @@ use crate::{KafkaApis, TcpLeaderLink};
 
 /// The settings of topic auto-creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AutoCreateConfig {
     /// Partitions of an auto-created topic (`num.partitions`, default 1).
     pub partitions: i32,
     /// Replicas per partition (`default.replication.factor`, default 1).
     pub replication_factor: i32,
+}
+
+impl AutoCreateConfig {
+    /// Sets [`partitions`](Self::partitions).
+    #[must_use]
+    pub fn with_partitions(mut self, partitions: i32) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
+    /// Sets [`replication_factor`](Self::replication_factor).
+    #[must_use]
+    pub fn with_replication_factor(mut self, replication_factor: i32) -> Self {
+        self.replication_factor = replication_factor;
+        self
+    }
 }
 
 impl Default for AutoCreateConfig {

@@ -4,7 +4,7 @@
 //!
 //! 1. the data plane, built as [`Broker::start`](crate::Broker::start) builds it: a
 //!    `ReplicaManager` over a [`NodeLog`] per partition ([`LogPlacement`]: files in a data
-//!    directory, or memory), its [`ReplicaDriver`] writing ISR changes with [`ZkIsrWriter`]
+//!    directory, or memory), its [`ReplicaDriver`](crate::ReplicaDriver) writing ISR changes with [`ZkIsrWriter`]
 //!    and fetching over [`TcpLeaderLink`]s from leaders found in a [`StoreAddressBook`], and
 //!    [`KafkaApis`] behind the K3 server — here wrapped in [`AutoCreateTopics`] (Kafka's
 //!    `auto.create.topics.enable`);
@@ -63,6 +63,7 @@ pub const LISTENER: &str = "PLAINTEXT";
 
 /// Why a node did not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeError {
     /// The data directory could not be created.
     #[error("data directory {dir}: {error}")]
@@ -82,6 +83,7 @@ pub enum NodeError {
 
 /// Settings of a [`BrokerNode`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct NodeConfig {
     /// The data plane: id, listen address, partition and fetcher settings.
     pub broker: BrokerConfig,
@@ -102,6 +104,71 @@ pub struct NodeConfig {
     pub address_refresh: Duration,
     /// Topic auto-creation on Metadata (`auto.create.topics.enable`); `None`: off.
     pub auto_create_topics: Option<AutoCreateConfig>,
+}
+
+impl NodeConfig {
+    /// Sets [`broker`](Self::broker).
+    #[must_use]
+    pub fn with_broker(mut self, broker: BrokerConfig) -> Self {
+        self.broker = broker;
+        self
+    }
+
+    /// Sets the `advertised_host` field.
+    #[must_use]
+    pub fn with_advertised_host(mut self, advertised_host: Option<String>) -> Self {
+        self.advertised_host = advertised_host;
+        self
+    }
+
+    /// Sets [`rack`](Self::rack).
+    #[must_use]
+    pub fn with_rack(mut self, rack: Option<String>) -> Self {
+        self.rack = rack;
+        self
+    }
+
+    /// Sets [`logs`](Self::logs).
+    #[must_use]
+    pub fn with_logs(mut self, logs: LogPlacement) -> Self {
+        self.logs = logs;
+        self
+    }
+
+    /// Sets [`controller`](Self::controller).
+    #[must_use]
+    pub fn with_controller(mut self, controller: ControllerConfig) -> Self {
+        self.controller = controller;
+        self
+    }
+
+    /// Sets [`isr_propagation`](Self::isr_propagation).
+    #[must_use]
+    pub fn with_isr_propagation(mut self, isr_propagation: IsrPropagationConfig) -> Self {
+        self.isr_propagation = isr_propagation;
+        self
+    }
+
+    /// Sets [`channel_timeout`](Self::channel_timeout).
+    #[must_use]
+    pub fn with_channel_timeout(mut self, channel_timeout: Duration) -> Self {
+        self.channel_timeout = channel_timeout;
+        self
+    }
+
+    /// Sets [`address_refresh`](Self::address_refresh).
+    #[must_use]
+    pub fn with_address_refresh(mut self, address_refresh: Duration) -> Self {
+        self.address_refresh = address_refresh;
+        self
+    }
+
+    /// Sets [`auto_create_topics`](Self::auto_create_topics).
+    #[must_use]
+    pub fn with_auto_create_topics(mut self, auto_create_topics: Option<AutoCreateConfig>) -> Self {
+        self.auto_create_topics = auto_create_topics;
+        self
+    }
 }
 
 impl NodeConfig {

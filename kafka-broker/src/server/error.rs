@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Why starting the server failed.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ServerError {
     /// Binding or reading the listening socket failed.
     #[error("listener: {0}")]

@@ -59,6 +59,7 @@ impl<T> ResponseOrder<T> {
     }
 
     /// The result of the oldest unanswered request, once it is there.
+    #[must_use = "dropping it loses a response"]
     pub fn pop_next(&mut self) -> Option<T> {
         let result = self.ready.remove(&self.next_out)?;
         self.next_out += 1;
@@ -100,7 +101,7 @@ mod tests {
         order.finish(1, ());
         assert_eq!(order.start(), None, "a later result does not free a slot");
         order.finish(0, ());
-        order.pop_next();
+        assert_eq!(order.pop_next(), Some(()));
         assert_eq!(order.start(), Some(2));
     }
 

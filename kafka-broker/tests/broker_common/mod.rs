@@ -58,11 +58,9 @@ pub async fn start_broker_with(
     isr_writer: MemoryIsrWriter,
     partition_config: PartitionConfig,
 ) -> TestBroker {
-    let fetcher = FetcherConfig {
-        max_wait_ms: 100,
-        backoff_ms: 50,
-        ..Default::default()
-    };
+    let fetcher = FetcherConfig::default()
+        .with_max_wait_ms(100)
+        .with_backoff_ms(50);
     start_broker_full(id, addresses, isr_writer, partition_config, fetcher).await
 }
 
@@ -88,10 +86,7 @@ pub async fn start_broker_full(
     let apis = Arc::new(KafkaApis::new(id, "test-cluster", driver));
     let server = Server::bind(
         "127.0.0.1:0",
-        ServerConfig {
-            broker: id,
-            ..Default::default()
-        },
+        ServerConfig::default().with_broker(id),
         apis.clone(),
     )
     .await

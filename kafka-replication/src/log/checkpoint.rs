@@ -11,6 +11,7 @@ use crate::epoch_cache::EpochEntry;
 
 /// Why a checkpoint file could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CheckpointError {
     /// The file could not be read.
     #[error("checkpoint I/O: {0}")]

@@ -48,6 +48,7 @@ pub enum FlushPolicy {
 
 /// Settings of a [`FileLog`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FileLogConfig {
     /// Roll to a new segment past this size (`segment.bytes`, 1 GiB; at most 4 GiB).
     pub segment_bytes: u64,
@@ -55,6 +56,29 @@ pub struct FileLogConfig {
     pub index_interval_bytes: u64,
     /// The flush policy.
     pub flush: FlushPolicy,
+}
+
+impl FileLogConfig {
+    /// Sets [`segment_bytes`](Self::segment_bytes).
+    #[must_use]
+    pub fn with_segment_bytes(mut self, segment_bytes: u64) -> Self {
+        self.segment_bytes = segment_bytes;
+        self
+    }
+
+    /// Sets [`index_interval_bytes`](Self::index_interval_bytes).
+    #[must_use]
+    pub fn with_index_interval_bytes(mut self, index_interval_bytes: u64) -> Self {
+        self.index_interval_bytes = index_interval_bytes;
+        self
+    }
+
+    /// Sets [`flush`](Self::flush).
+    #[must_use]
+    pub fn with_flush(mut self, flush: FlushPolicy) -> Self {
+        self.flush = flush;
+        self
+    }
 }
 
 impl Default for FileLogConfig {

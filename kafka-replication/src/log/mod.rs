@@ -34,6 +34,7 @@ pub struct LogAppendInfo {
 
 /// Errors of a log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LogError {
     /// The record set is not a sequence of valid batches (bad CRC, bad lengths, partial tail).
     #[error("invalid record set: {0}")]

@@ -10,7 +10,8 @@ use crate::log::{LogAppendInfo, LogStorage};
 impl<L: LogStorage> Partition<L> {
     /// K4.3 `makeFollower`: applies `state` with another broker as leader. Leader-side state
     /// (ISR, follower states, epoch start offset) is dropped. The log is **not** truncated
-    /// here (KIP-101): the fetcher truncates by leader epoch before fetching. Returns whether
+    /// here (KIP-101): the fetcher truncates by leader epoch before fetching. The
+    /// idempotent-producer state is dropped (rebuilt from the log on leading again). Returns whether
     /// the leader or its epoch changed, i.e. whether the fetcher must (re)start and truncate.
     pub fn make_follower(&mut self, state: &PartitionState) -> Result<bool, PartitionError> {
         self.check_state_is_newer(state)?;
@@ -22,10 +23,11 @@ impl<L: LogStorage> Partition<L> {
         self.outbox = None;
         self.remotes.clear();
         self.leader_epoch_start_offset = None;
+        // KIP-98: the log moves on under another leader; rebuilt on leading again.
+        self.producers.clear();
         self.leader_epoch = state.leader_epoch;
         self.partition_epoch = state.partition_epoch;
         self.leader = (state.leader >= 0).then_some(state.leader);
-        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.truncate_to_high_watermark && changed {
             self.log.truncate_to(self.high_watermark)?;
         }
@@ -62,7 +64,6 @@ impl<L: LogStorage> Partition<L> {
         let leo = self.log.log_end_offset();
         #[allow(unused_mut)]
         let mut leader = leader;
-        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.offset_for_leader_epoch_v0 {
             leader.epoch = UNDEFINED_EPOCH;
         }

@@ -11,19 +11,23 @@ use super::{
 use crate::epoch_cache::EpochEndOffset;
 use crate::isr::BrokerId;
 use crate::log::{LogAppendInfo, LogStorage};
+use crate::producer_state::{ProducerBatch, Verdict};
 
 impl<L: LogStorage> Partition<L> {
     /// K4.3 `makeLeader`: applies `state` with this broker as leader. On a new leader epoch
     /// the epoch's start offset is this log's end, written to the epoch cache (KAFKA-7415),
-    /// and every follower's state is reset (caught up now if in the ISR). Returns whether the
-    /// high watermark advanced.
+    /// and every follower's state is reset (caught up now if in the ISR). A replica that was
+    /// not leading rebuilds its idempotent-producer state from its log (KIP-98), so that a
+    /// retry of a batch appended under the previous leader is known as one. Returns whether
+    /// the high watermark advanced.
     pub fn make_leader(
         &mut self,
         now_ms: u64,
         state: &PartitionState,
     ) -> Result<bool, PartitionError> {
         self.check_state_is_newer(state)?;
-        let new_epoch = state.leader_epoch > self.leader_epoch || !self.is_leader();
+        let was_leader = self.is_leader();
+        let new_epoch = state.leader_epoch > self.leader_epoch || !was_leader;
         self.controller_epoch = state.controller_epoch;
         self.replicas = state.replicas.clone();
         self.isr = state.isr.clone();
@@ -33,6 +37,9 @@ impl<L: LogStorage> Partition<L> {
         self.leader_epoch = state.leader_epoch;
         self.leader = Some(self.local);
         self.remotes.retain(|id, _| state.replicas.contains(id));
+        if !was_leader {
+            self.producers.rebuild(&self.log);
+        }
         if new_epoch {
             let start = self.log.log_end_offset();
             self.log.assign_epoch_start(state.leader_epoch, start)?;
@@ -75,6 +82,12 @@ impl<L: LogStorage> Partition<L> {
     /// Appends `records` as leader. With `required_acks == -1` the append is refused before
     /// writing if the ISR is smaller than `min.insync.replicas` (NOT_ENOUGH_REPLICAS). Returns
     /// what was written and whether the HW advanced (an ISR of one).
+    ///
+    /// Idempotent batches go through the producer state first (KIP-98, Kafka's
+    /// `analyzeAndValidateProducerState`): a retry of one of a producer's last five batches is
+    /// not written again — the info then carries the original batch's offsets and 0 batches /
+    /// 0 bytes written — and a fenced epoch or a sequence gap is refused
+    /// ([`PartitionError::Producer`]).
     pub fn append_as_leader(
         &mut self,
         records: Bytes,
@@ -90,7 +103,42 @@ impl<L: LogStorage> Partition<L> {
                 required,
             });
         }
+        let producer_batches = ProducerBatch::all_of(&records);
+        if let Some(batches) = &producer_batches {
+            match self.producers.check(batches) {
+                Verdict::Append => {}
+                Verdict::Duplicate(original) => {
+                    tracing::debug!(
+                        topic = %self.tp.topic,
+                        partition = self.tp.partition,
+                        leader_epoch = self.leader_epoch,
+                        first_seq = original.first_seq,
+                        base_offset = original.first_offset,
+                        "retried batch answered from the producer state"
+                    );
+                    let info = LogAppendInfo {
+                        first_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        batches: 0,
+                        bytes: 0,
+                    };
+                    return Ok((info, false));
+                }
+                Verdict::Refuse(e) => {
+                    tracing::debug!(
+                        topic = %self.tp.topic,
+                        partition = self.tp.partition,
+                        error = %e,
+                        "produce refused by the producer state"
+                    );
+                    return Err(e.into());
+                }
+            }
+        }
         let info = self.log.append_as_leader(records, self.leader_epoch)?;
+        if let Some(batches) = &producer_batches {
+            self.producers.record(batches, info.first_offset);
+        }
         Ok((info, self.maybe_increment_leader_hw()))
     }
 
@@ -242,7 +290,6 @@ impl<L: LogStorage> Partition<L> {
             return false;
         };
         let at_hw = r.log_end_offset >= self.high_watermark;
-        #[cfg(any(test, feature = "legacy-switches"))]
         if self.legacy.expand_isr_at_high_watermark {
             return at_hw;
         }

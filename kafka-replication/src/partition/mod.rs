@@ -26,17 +26,35 @@ use kafka_wire::error_code::ErrorCode;
 use crate::epoch_cache::{EpochEndOffset, UNDEFINED_EPOCH};
 use crate::isr::{BrokerId, IsrProposal, IsrResult, LeaderAndIsr, TopicPartition};
 use crate::log::{LogError, LogStorage};
+use crate::producer_state::{ProducerStateError, ProducerStateManager};
 
 /// Replica id of a consumer in a fetch.
 pub const CONSUMER_REPLICA_ID: BrokerId = -1;
 
 /// Per-partition settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionConfig {
     /// `replica.lag.time.max.ms` (30 s since Kafka 2.5).
     pub replica_lag_time_max_ms: u64,
     /// `min.insync.replicas` (default 1).
     pub min_insync_replicas: usize,
+}
+
+impl PartitionConfig {
+    /// Sets [`replica_lag_time_max_ms`](Self::replica_lag_time_max_ms).
+    #[must_use]
+    pub fn with_replica_lag_time_max_ms(mut self, replica_lag_time_max_ms: u64) -> Self {
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms;
+        self
+    }
+
+    /// Sets [`min_insync_replicas`](Self::min_insync_replicas).
+    #[must_use]
+    pub fn with_min_insync_replicas(mut self, min_insync_replicas: usize) -> Self {
+        self.min_insync_replicas = min_insync_replicas;
+        self
+    }
 }
 
 impl Default for PartitionConfig {
@@ -74,6 +92,7 @@ pub struct PartitionState {
 
 /// Errors of partition operations; each maps to a Kafka error code.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PartitionError {
     /// This broker is not the leader (or not a replica) for the request.
     #[error("not leader or follower")]
@@ -113,6 +132,10 @@ pub enum PartitionError {
     /// The log refused the operation.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// KIP-98: the idempotent-producer checks refused the append (a fenced producer epoch, a
+    /// sequence gap).
+    #[error(transparent)]
+    Producer(#[from] ProducerStateError),
 }
 
 impl PartitionError {
@@ -128,6 +151,7 @@ impl PartitionError {
             PartitionError::Log(LogError::OffsetOutOfRange { .. }) => ErrorCode::OffsetOutOfRange,
             PartitionError::Log(LogError::InvalidRecords(_)) => ErrorCode::CorruptMessage,
             PartitionError::Log(_) => ErrorCode::KafkaStorageError,
+            PartitionError::Producer(e) => e.error_code(),
         }
     }
 }
@@ -196,10 +220,11 @@ struct PendingIsr {
 }
 
 /// Switches that restore the 0.8 design, for regression tests and simulations that show what
-/// it lost. Compiled only with the `legacy-switches` feature (which only test code enables);
-/// never reachable in a normal build.
-#[cfg(any(test, feature = "legacy-switches"))]
+/// it lost. All off by default; they can only be turned on through
+/// `Partition::set_legacy`, which exists with the test-only `never-in-production` feature
+/// alone, so a normal build never reaches them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Legacy {
     /// Pre-KIP-101: a new follower truncates its log to its high watermark.
     pub truncate_to_high_watermark: bool,
@@ -207,6 +232,29 @@ pub struct Legacy {
     pub offset_for_leader_epoch_v0: bool,
     /// Pre-KAFKA-7128: ISR expansion only needs the follower at the HW.
     pub expand_isr_at_high_watermark: bool,
+}
+
+impl Legacy {
+    /// Sets [`truncate_to_high_watermark`](Self::truncate_to_high_watermark).
+    #[must_use]
+    pub fn with_truncate_to_high_watermark(mut self, truncate_to_high_watermark: bool) -> Self {
+        self.truncate_to_high_watermark = truncate_to_high_watermark;
+        self
+    }
+
+    /// Sets [`offset_for_leader_epoch_v0`](Self::offset_for_leader_epoch_v0).
+    #[must_use]
+    pub fn with_offset_for_leader_epoch_v0(mut self, offset_for_leader_epoch_v0: bool) -> Self {
+        self.offset_for_leader_epoch_v0 = offset_for_leader_epoch_v0;
+        self
+    }
+
+    /// Sets [`expand_isr_at_high_watermark`](Self::expand_isr_at_high_watermark).
+    #[must_use]
+    pub fn with_expand_isr_at_high_watermark(mut self, expand_isr_at_high_watermark: bool) -> Self {
+        self.expand_isr_at_high_watermark = expand_isr_at_high_watermark;
+        self
+    }
 }
 
 /// One partition's replication state on one broker.
@@ -227,7 +275,9 @@ pub struct Partition<L> {
     high_watermark: i64,
     leader_epoch_start_offset: Option<i64>,
     remotes: BTreeMap<BrokerId, ReplicaState>,
-    #[cfg(any(test, feature = "legacy-switches"))]
+    /// KIP-98: the idempotent producers of this log (leader only).
+    producers: ProducerStateManager,
+    /// Off unless a test turned them on (`never-in-production`).
     pub(crate) legacy: Legacy,
 }
 
@@ -257,13 +307,14 @@ impl<L: LogStorage> Partition<L> {
             high_watermark,
             leader_epoch_start_offset: None,
             remotes: BTreeMap::new(),
-            #[cfg(any(test, feature = "legacy-switches"))]
+            producers: ProducerStateManager::new(),
             legacy: Legacy::default(),
         }
     }
 
-    /// Turns on the 0.8-design switches (test builds with the `legacy-switches` feature only).
-    #[cfg(any(test, feature = "legacy-switches"))]
+    /// Turns on the 0.8-design switches (test builds with the `never-in-production` feature
+    /// only).
+    #[cfg(any(test, feature = "never-in-production"))]
     pub fn set_legacy(&mut self, legacy: Legacy) {
         self.legacy = legacy;
     }
@@ -286,6 +337,12 @@ impl<L: LogStorage> Partition<L> {
     /// The log.
     pub fn log(&self) -> &L {
         &self.log
+    }
+
+    /// The idempotent-producer state of this log (KIP-98): kept by the leader's appends,
+    /// rebuilt from the log when this replica becomes leader, empty on a follower.
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
     }
 
     /// Gives the log back (e.g. to simulate a restart).
@@ -424,6 +481,7 @@ impl<L: LogStorage> Partition<L> {
     }
 
     /// The next ISR change to send to the [`IsrWriter`](crate::isr::IsrWriter), once.
+    #[must_use = "dropping it loses the ISR write"]
     pub fn poll_isr_proposal(&mut self) -> Option<IsrProposal> {
         self.outbox.take()
     }

@@ -18,7 +18,7 @@ use kafka_replication::partition::{Partition, PartitionConfig};
 use crate::net::NetConfig;
 
 /// Deliberately broken variants of the model itself (the broken variants of the replication
-/// core are its `legacy-switches`, set through [`KafkaConfig::partition_hook`]). They exist to
+/// core are its `never-in-production` switches, set through [`KafkaConfig::partition_hook`]). They exist to
 /// show that the checks can fail.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Broken {
@@ -140,9 +140,8 @@ impl Default for KafkaConfig {
 impl KafkaConfig {
     /// The partition settings every broker uses.
     pub fn partition_config(&self) -> PartitionConfig {
-        PartitionConfig {
-            replica_lag_time_max_ms: self.replica_lag_time_max_ms,
-            min_insync_replicas: self.min_insync_replicas,
-        }
+        PartitionConfig::default()
+            .with_replica_lag_time_max_ms(self.replica_lag_time_max_ms)
+            .with_min_insync_replicas(self.min_insync_replicas)
     }
 }

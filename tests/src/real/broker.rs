@@ -123,11 +123,9 @@ struct Stopping {
 const CONTROLLED_SHUTDOWN_ATTEMPTS: u32 = 3;
 
 fn fetcher_config(cfg: &RealConfig) -> FetcherConfig {
-    FetcherConfig {
-        max_wait_ms: cfg.fetch_max_wait_ms,
-        backoff_ms: cfg.fetch_backoff_ms,
-        ..FetcherConfig::default()
-    }
+    FetcherConfig::default()
+        .with_max_wait_ms(cfg.fetch_max_wait_ms)
+        .with_backoff_ms(cfg.fetch_backoff_ms)
 }
 
 impl SimBroker {
@@ -411,6 +409,9 @@ impl SimBroker {
         while let Some(action) = p.rm.poll_action() {
             match action {
                 ReplicaAction::StartHighWatermarkCheckpoint => p.checkpointing = true,
+                // The ISR writer's controller epochs are set where the LeaderAndIsr is
+                // handled (`control`), with the request's controller epoch.
+                ReplicaAction::BecameLeader { .. } | ReplicaAction::BecameFollower { .. } => {}
                 ReplicaAction::AddFetcherPartitions { leader, partitions } => {
                     p.fetchers
                         .entry(leader)

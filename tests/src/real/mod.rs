@@ -196,7 +196,7 @@ pub struct RealConfig {
     pub unclean_election: bool,
     /// Test-only broken brokers: they apply every LeaderAndIsr whatever its controller,
     /// leader and broker epochs (no K4.1, K4.2 or KIP-380); `ha-tests`' own tests only (the
-    /// switch needs `kafka-replication`'s `legacy-switches`).
+    /// switch needs `kafka-replication`'s `never-in-production`).
     pub brokers_ignore_epochs: Option<fn(&mut ReplicaManager<MemoryLog>)>,
     /// Called on every partition core of every broker after each LeaderAndIsr (tests use it
     /// to set the core's legacy switches).
@@ -238,9 +238,8 @@ impl Default for RealConfig {
 impl RealConfig {
     /// The partition settings every broker uses.
     pub fn partition_config(&self) -> PartitionConfig {
-        PartitionConfig {
-            replica_lag_time_max_ms: self.replica_lag_time_max_ms,
-            min_insync_replicas: self.min_insync_replicas,
-        }
+        PartitionConfig::default()
+            .with_replica_lag_time_max_ms(self.replica_lag_time_max_ms)
+            .with_min_insync_replicas(self.min_insync_replicas)
     }
 }

@@ -1,24 +1,24 @@
 //! [`ReplicaDriver`]: the tokio driver around the sans-IO
-//! [`ReplicaManager`](kafka_replication::replica_manager::ReplicaManager).
+//! [`ReplicaManager`] (feature `tokio`, on by default).
 //!
 //! The manager sits behind one mutex with the table of requests waiting in its purgatories.
 //! Every call that can produce actions drains them before the lock is released, so a delayed
 //! answer is never lost between "parked" and "registered". One ticker task feeds it time
 //! (`tokio::time`, milliseconds since the driver started) at its next deadline; one fetcher
 //! task per source broker runs a [`ReplicaFetcher`] over a [`LeaderLink`]; ISR proposals go
-//! to the [`IsrWriter`] on their own task and the answer comes back through the lock.
+//! to the [`IsrWriter`] on their own task and the answer comes back through the lock; the
+//! leaderships a LeaderAndIsr gave or took ([`ReplicaAction::BecameLeader`] /
+//! [`ReplicaAction::BecameFollower`]) go to the [`LeadershipListener`], if one is set.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kafka_replication::isr::{BrokerId, IsrWriter, TopicPartition};
-use kafka_replication::log::LogStorage;
-use kafka_replication::replica_fetcher::{
-    FetcherConfig, FetcherRequest, LeaderLink, ReplicaFetcher,
-};
-use kafka_replication::replica_manager::{ReplicaAction, ReplicaManager};
+use crate::isr::{BrokerId, IsrWriter, TopicPartition};
+use crate::log::LogStorage;
+use crate::replica_fetcher::{FetcherConfig, FetcherRequest, LeaderLink, ReplicaFetcher};
+use crate::replica_manager::{ReplicaAction, ReplicaManager};
 use kafka_wire::messages::{FetchResponse, ProduceResponse};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -34,8 +34,20 @@ pub enum DelayedAnswer {
     Fetch(FetchResponse),
 }
 
-/// Opens the [`LeaderLink`] to a leader broker (for a TCP cluster:
-/// [`TcpLeaderLink`](super::TcpLeaderLink)).
+/// K4.1 / KIP-380: told which partitions this broker now leads and the epoch of the
+/// controller that decided it — what an ISR writer on the coordination store needs to stamp
+/// its writes — and which it no longer leads. The driver tells it every
+/// [`ReplicaAction::BecameLeader`] / [`ReplicaAction::BecameFollower`], under the manager's
+/// lock (keep it quick).
+pub trait LeadershipListener: Send + Sync {
+    /// This broker leads `tp` by the decision of the controller of `controller_epoch`.
+    fn leading(&self, tp: &TopicPartition, controller_epoch: i32);
+    /// This broker no longer leads `tp`.
+    fn not_leading(&self, tp: &TopicPartition);
+}
+
+/// Opens the [`LeaderLink`] to a leader broker (for a TCP cluster: `kafka_broker::TcpLeaderLink`;
+/// in memory: [`MemoryLeaderLink`](crate::replica_fetcher::MemoryLeaderLink)).
 pub type LinkFactory<K> = Box<dyn Fn(BrokerId) -> K + Send + Sync>;
 
 /// What the lock guards: the manager and who waits for which delayed answer.
@@ -56,6 +68,7 @@ struct Shared<L, K, W> {
     start: Instant,
     fetchers: Mutex<HashMap<BrokerId, mpsc::UnboundedSender<FetcherCommand>>>,
     links: LinkFactory<K>,
+    leadership: Mutex<Option<Arc<dyn LeadershipListener>>>,
     isr_writer: Arc<tokio::sync::Mutex<W>>,
     fetcher_config: FetcherConfig,
     wake: tokio::sync::Notify,
@@ -100,6 +113,7 @@ where
             start: Instant::now(),
             fetchers: Mutex::new(HashMap::new()),
             links,
+            leadership: Mutex::new(None),
             isr_writer: Arc::new(tokio::sync::Mutex::new(isr_writer)),
             fetcher_config,
             wake: tokio::sync::Notify::new(),
@@ -111,6 +125,25 @@ where
         let ticker = tokio::spawn(driver.clone().run_ticker());
         driver.push_task(ticker);
         driver
+    }
+
+    /// Tells `listener` every leadership a LeaderAndIsr gives or takes from now on (`None`:
+    /// nobody).
+    pub fn set_leadership_listener(&self, listener: Option<Arc<dyn LeadershipListener>>) {
+        *self
+            .shared
+            .leadership
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = listener;
+    }
+
+    /// The listener set with [`ReplicaDriver::set_leadership_listener`].
+    pub fn leadership_listener(&self) -> Option<Arc<dyn LeadershipListener>> {
+        self.shared
+            .leadership
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Milliseconds since the driver started: the manager's clock.
@@ -224,6 +257,22 @@ where
                         f.remove(&leader);
                     }
                 }
+                ReplicaAction::BecameLeader {
+                    topic_partition,
+                    controller_epoch,
+                    ..
+                } => {
+                    if let Some(listener) = self.leadership_listener() {
+                        listener.leading(&topic_partition, controller_epoch);
+                    }
+                }
+                ReplicaAction::BecameFollower {
+                    topic_partition, ..
+                } => {
+                    if let Some(listener) = self.leadership_listener() {
+                        listener.not_leading(&topic_partition);
+                    }
+                }
                 ReplicaAction::StartHighWatermarkCheckpoint => {
                     let driver = self.clone();
                     let task = tokio::spawn(async move {
@@ -262,6 +311,7 @@ where
 
     /// Registers a waiter for the delayed request `request_id` (call under the lock, from
     /// [`ReplicaDriver::with_core`], right after the manager parked it).
+    #[must_use = "the delayed answer arrives on it"]
     pub fn register(core: &mut Core<L>, request_id: u64) -> oneshot::Receiver<DelayedAnswer> {
         let (tx, rx) = oneshot::channel();
         core.waiting.insert(request_id, tx);

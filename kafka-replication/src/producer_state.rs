@@ -1,9 +1,9 @@
-//! Idempotent-producer state of the partitions a broker leads (Kafka 2.8's
-//! `ProducerStateManager` / `ProducerAppendInfo`, client appends only), sans-IO.
+//! Idempotent-producer state of one partition's log (Kafka 2.8's `ProducerStateManager` /
+//! `ProducerAppendInfo`, client appends only, KIP-98), sans-IO.
 //!
-//! For each (partition, producer id) the leader keeps the producer epoch and the metadata of
-//! the last [`BATCHES_TO_RETAIN`] batches it appended (sequence range and offsets). Before an
-//! append, each batch carrying a producer id is checked in order:
+//! For each producer id the [`ProducerStateManager`] keeps the producer epoch and the metadata
+//! of the last [`BATCHES_TO_RETAIN`] batches appended (sequence range and offsets). Before a
+//! leader append, each batch carrying a producer id is checked in order:
 //!
 //! - same epoch and exactly the sequence range of a cached batch: a retry of an appended
 //!   batch — answered with the original offsets, not appended again;
@@ -12,14 +12,21 @@
 //! - the same epoch must continue the last sequence (`last + 1`, or 0 after `i32::MAX`),
 //!   unless the producer is unknown here: `OUT_OF_ORDER_SEQUENCE_NUMBER` otherwise.
 //!
-//! The state lives on the leader: it is dropped when the broker stops leading the partition and
-//! rebuilt from the log's batch headers when it leads it again (as Kafka rebuilds it from the
-//! log, without its snapshots). A producer with no state here may start at any sequence.
+//! A [`Partition`](crate::partition::Partition) owns the manager next to its log, as Kafka's
+//! `UnifiedLog` owns its `ProducerStateManager`. It is kept up to date by the leader's own
+//! appends and rebuilt from the log's batch headers ([`ProducerStateManager::rebuild`]) when
+//! the replica becomes leader, so a new leader knows the batches written under the previous
+//! one (Kafka rebuilds it from the log and its snapshots; there are no snapshots here). A
+//! follower drops it: its log moves on under another leader. A producer with no state here
+//! may start at any sequence.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
-use kafka_replication::isr::TopicPartition;
+use bytes::Bytes;
 use kafka_wire::error_code::ErrorCode;
+use kafka_wire::records::{RecordBatch, RecordBatches};
+
+use crate::log::LogStorage;
 
 /// Batches remembered per producer for duplicate detection (Kafka's `NumBatchesToRetain`).
 pub const BATCHES_TO_RETAIN: usize = 5;
@@ -60,6 +67,7 @@ pub struct BatchMetadata {
 
 /// Why a batch is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProducerStateError {
     /// The batch's epoch is older than the producer's current one.
     #[error("producer {producer_id}: epoch {epoch} is older than the current {current}")]
@@ -96,7 +104,7 @@ impl ProducerStateError {
 /// What to do with a partition's batches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Append them; then [`ProducerStateTable::record`] them at their offsets.
+    /// Append them; then [`ProducerStateManager::record`] them at their offsets.
     Append,
     /// A retry of an appended batch: answer with its offsets, append nothing.
     Duplicate(BatchMetadata),
@@ -155,26 +163,55 @@ fn in_sequence(last: i32, next: i32) -> bool {
     i64::from(next) == i64::from(last) + 1 || (next == 0 && last == i32::MAX)
 }
 
-/// The producer state of every partition a broker leads.
-#[derive(Debug, Default)]
-pub struct ProducerStateTable {
-    partitions: HashMap<TopicPartition, HashMap<i64, ProducerEntry>>,
+impl ProducerBatch {
+    /// The producer fields of `batch`.
+    pub fn of(batch: &RecordBatch) -> Self {
+        ProducerBatch {
+            producer_id: batch.producer_id(),
+            producer_epoch: batch.producer_epoch(),
+            first_seq: batch.base_sequence(),
+            last_seq: batch.last_sequence(),
+            last_offset_delta: batch.last_offset_delta(),
+        }
+    }
+
+    /// The producer fields of every batch in `records`; `None` when no batch is idempotent
+    /// or the data does not parse (the log then refuses it or appends it unchecked).
+    pub fn all_of(records: &Bytes) -> Option<Vec<ProducerBatch>> {
+        let mut out = Vec::new();
+        for batch in RecordBatches::new(records.clone()) {
+            out.push(ProducerBatch::of(&batch.ok()?));
+        }
+        out.iter()
+            .any(|b| b.producer_id != NO_PRODUCER_ID)
+            .then_some(out)
+    }
 }
 
-impl ProducerStateTable {
-    /// An empty table.
+/// Batches read at a time while rebuilding.
+const REBUILD_READ_BYTES: usize = 1 << 20;
+
+/// The producer state of one partition's log.
+#[derive(Debug, Default, Clone)]
+pub struct ProducerStateManager {
+    producers: BTreeMap<i64, ProducerEntry>,
+}
+
+impl ProducerStateManager {
+    /// An empty state.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Checks `batches` (one partition's data, in order) without changing anything.
-    pub fn check(&self, tp: &TopicPartition, batches: &[ProducerBatch]) -> Verdict {
-        let producers = self.partitions.get(tp);
+    /// Checks `batches` (one append's data, in order) without changing anything.
+    #[must_use = "the verdict decides whether to append"]
+    pub fn check(&self, batches: &[ProducerBatch]) -> Verdict {
+        let producers = &self.producers;
         // The batches of this request as they would update each producer (Kafka's
         // `updatedEntry`, starting from the current epoch with no batches).
-        let mut updated: HashMap<i64, ProducerEntry> = HashMap::new();
+        let mut updated: BTreeMap<i64, ProducerEntry> = BTreeMap::new();
         for b in batches.iter().filter(|b| b.producer_id != NO_PRODUCER_ID) {
-            let current = producers.and_then(|p| p.get(&b.producer_id));
+            let current = producers.get(&b.producer_id);
             if let Some(duplicate) = current.and_then(|c| c.duplicate_of(b)) {
                 return Verdict::Duplicate(duplicate);
             }
@@ -234,7 +271,7 @@ impl ProducerStateTable {
     /// Records `batches`, appended from offset `base_offset` on (each batch takes
     /// `last_offset_delta + 1` offsets), after [`check`](Self::check) said
     /// [`Verdict::Append`].
-    pub fn record(&mut self, tp: &TopicPartition, batches: &[ProducerBatch], base_offset: i64) {
+    pub fn record(&mut self, batches: &[ProducerBatch], base_offset: i64) {
         let mut offset = base_offset;
         for b in batches {
             let first_offset = offset;
@@ -243,9 +280,7 @@ impl ProducerStateTable {
             if b.producer_id == NO_PRODUCER_ID {
                 continue;
             }
-            self.partitions
-                .entry(tp.clone())
-                .or_default()
+            self.producers
                 .entry(b.producer_id)
                 .or_insert_with(ProducerEntry::empty)
                 .push(
@@ -260,23 +295,52 @@ impl ProducerStateTable {
         }
     }
 
-    /// Whether any producer state is kept for `tp`.
-    pub fn knows(&self, tp: &TopicPartition) -> bool {
-        self.partitions.contains_key(tp)
+    /// Forgets every producer (the replica follows: its log moves on without it).
+    pub fn clear(&mut self) {
+        self.producers.clear();
     }
 
-    /// Forgets `tp` (this broker no longer leads it).
-    pub fn forget(&mut self, tp: &TopicPartition) {
-        self.partitions.remove(tp);
+    /// Whether no producer is known.
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
     }
 
-    /// The cached batches of `producer_id` on `tp`, oldest first.
-    pub fn batches(&self, tp: &TopicPartition, producer_id: i64) -> Vec<BatchMetadata> {
-        self.partitions
-            .get(tp)
-            .and_then(|p| p.get(&producer_id))
+    /// The current epoch of `producer_id`, if it is known.
+    pub fn producer_epoch(&self, producer_id: i64) -> Option<i16> {
+        self.producers.get(&producer_id).map(|e| e.epoch)
+    }
+
+    /// The cached batches of `producer_id`, oldest first.
+    pub fn batches(&self, producer_id: i64) -> Vec<BatchMetadata> {
+        self.producers
+            .get(&producer_id)
             .map(|e| e.batches.iter().copied().collect())
             .unwrap_or_default()
+    }
+
+    /// Rebuilds the state from the batch headers in `log` (a replica that becomes leader:
+    /// the batches it replicated as a follower were appended by another leader). Stops at
+    /// the first read or parse error, keeping what was read.
+    pub fn rebuild<L: LogStorage>(&mut self, log: &L) {
+        self.producers.clear();
+        let end = log.log_end_offset();
+        let mut offset = log.log_start_offset();
+        while offset < end {
+            let Ok(bytes) = log.read(offset, REBUILD_READ_BYTES, end, true) else {
+                break;
+            };
+            let before = offset;
+            for batch in RecordBatches::new(bytes) {
+                let Ok(batch) = batch else { break };
+                if batch.producer_id() != NO_PRODUCER_ID && !batch.is_control() {
+                    self.record(&[ProducerBatch::of(&batch)], batch.base_offset());
+                }
+                offset = offset.max(batch.next_offset());
+            }
+            if offset == before {
+                break;
+            }
+        }
     }
 }
 
@@ -299,40 +363,36 @@ mod tests {
         }
     }
 
-    fn tp() -> TopicPartition {
-        TopicPartition::new("t", 0)
-    }
-
     #[test]
     fn sequence_wraps_to_zero_after_i32_max() {
-        let mut table = ProducerStateTable::new();
+        let mut table = ProducerStateManager::new();
         let last = batch(0, i32::MAX - 1, 2);
-        assert_eq!(table.check(&tp(), &[last]), Verdict::Append);
-        table.record(&tp(), &[last], 10);
-        assert_eq!(table.check(&tp(), &[batch(0, 0, 1)]), Verdict::Append);
+        assert_eq!(table.check(&[last]), Verdict::Append);
+        table.record(&[last], 10);
+        assert_eq!(table.check(&[batch(0, 0, 1)]), Verdict::Append);
         assert!(matches!(
-            table.check(&tp(), &[batch(0, 1, 1)]),
+            table.check(&[batch(0, 1, 1)]),
             Verdict::Refuse(ProducerStateError::OutOfOrderSequence { .. })
         ));
     }
 
     #[test]
     fn batches_of_one_request_are_checked_in_order_and_recorded_at_their_offsets() {
-        let mut table = ProducerStateTable::new();
+        let mut table = ProducerStateManager::new();
         let two = [batch(0, 0, 2), batch(0, 2, 3)];
-        assert_eq!(table.check(&tp(), &two), Verdict::Append);
-        table.record(&tp(), &two, 100);
+        assert_eq!(table.check(&two), Verdict::Append);
+        table.record(&two, 100);
         // A gap between the batches of one request is refused as a whole.
         assert!(matches!(
-            table.check(&tp(), &[batch(0, 5, 2), batch(0, 8, 1)]),
+            table.check(&[batch(0, 5, 2), batch(0, 8, 1)]),
             Verdict::Refuse(ProducerStateError::OutOfOrderSequence { first_seq: 8, .. })
         ));
         assert_eq!(
-            table.check(&tp(), &[batch(0, 5, 2), batch(0, 7, 1)]),
+            table.check(&[batch(0, 5, 2), batch(0, 7, 1)]),
             Verdict::Append
         );
         assert_eq!(
-            table.batches(&tp(), 7),
+            table.batches(7),
             vec![
                 BatchMetadata {
                     first_seq: 0,
@@ -349,14 +409,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            table.check(&tp(), &[batch(0, 2, 3)]),
-            Verdict::Duplicate(table.batches(&tp(), 7)[1])
+            table.check(&[batch(0, 2, 3)]),
+            Verdict::Duplicate(table.batches(7)[1])
         );
     }
 
     #[test]
     fn batches_without_a_producer_id_are_not_checked() {
-        let mut table = ProducerStateTable::new();
+        let mut table = ProducerStateManager::new();
         let plain = ProducerBatch {
             producer_id: NO_PRODUCER_ID,
             producer_epoch: NO_PRODUCER_EPOCH,
@@ -364,9 +424,9 @@ mod tests {
             last_seq: NO_SEQUENCE,
             last_offset_delta: 4,
         };
-        assert_eq!(table.check(&tp(), &[plain, plain]), Verdict::Append);
-        table.record(&tp(), &[plain, batch(0, 0, 1)], 0);
+        assert_eq!(table.check(&[plain, plain]), Verdict::Append);
+        table.record(&[plain, batch(0, 0, 1)], 0);
         // The idempotent batch came after five plain records.
-        assert_eq!(table.batches(&tp(), 7)[0].first_offset, 5);
+        assert_eq!(table.batches(7)[0].first_offset, 5);
     }
 }
