@@ -45,6 +45,7 @@ use crate::error::CoordinationError;
 
 /// A failed conformance case.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConformanceError {
     /// An operation that should have succeeded failed.
     #[error("{case}: {context}: {error}")]
