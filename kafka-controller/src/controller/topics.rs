@@ -138,41 +138,40 @@ impl Controller {
 }
 
 /// KIP-516 (Kafka's `processTopicIds`): records the ids of `topics` (each with its znode
-/// content and version) in the context. With `assign_missing` (the controller speaks
-/// LeaderAndIsr v5+, i.e. IBP 2.8), a topic without an id gets a fresh one from `assign_missing`
-/// (one no other topic holds), written to its
-/// znode as version 3 with a check of the version read (fenced, all writes in flight at
-/// once); a topic whose znode changed meanwhile keeps none until the next failover. A
-/// malformed id is logged and ignored.
+/// content and version) in the context. With `assign_missing` (given when the controller
+/// speaks LeaderAndIsr v5+, i.e. IBP 2.8), a topic without an id gets a fresh one from it, one
+/// no other topic holds, written to its znode as version 3 with a check of the version read
+/// (fenced, all writes in flight at once); a topic whose znode changed meanwhile keeps none
+/// until the next failover. A malformed id is logged and ignored.
 pub(super) async fn load_topic_ids(
     store: &Store,
     ctx: &mut ControllerContext,
     topics: Vec<(String, TopicAssignment, i32)>,
     assign_missing: Option<&TopicIdGenerator>,
 ) -> Result<(), ControllerError> {
+    // The ids already held first, so that no fresh id repeats one of them.
+    let mut missing = Vec::new();
+    for (topic, znode, version) in topics {
+        match znode.id() {
+            Ok(Some(id)) => ctx.set_topic_id(topic, id),
+            Ok(None) => missing.push((topic, znode, version)),
+            Err(e) => tracing::warn!(topic = %topic, error = %e, "malformed topic id; ignored"),
+        }
+    }
+    let Some(ids) = assign_missing else {
+        return Ok(());
+    };
     let mut writes: Vec<(String, Uuid, Vec<u8>, i32)> = Vec::new();
-    for (topic, mut znode, version) in topics {
-        match (znode.id(), assign_missing) {
-            (Ok(Some(id)), _) => ctx.set_topic_id(topic, id),
-            (Ok(None), Some(ids)) => {
-                let fresh =
-                    ids.fresh(|id| ctx.is_topic_id_in_use(id) || writes.iter().any(|w| w.1 == id));
-                let Some(id) = fresh else {
-                    tracing::warn!(topic = %topic, "the topic id source gave no usable id");
-                    continue;
-                };
-                znode.set_id(id);
-                match znode.to_json() {
-                    Ok(data) => writes.push((topic, id, data, version)),
-                    Err(e) => {
-                        tracing::warn!(topic = %topic, error = %e, "cannot encode topic znode")
-                    }
-                }
-            }
-            (Ok(None), None) => {}
-            (Err(e), _) => {
-                tracing::warn!(topic = %topic, error = %e, "malformed topic id; ignored")
-            }
+    for (topic, mut znode, version) in missing {
+        let fresh = ids.fresh(|id| ctx.is_topic_id_in_use(id) || writes.iter().any(|w| w.1 == id));
+        let Some(id) = fresh else {
+            tracing::warn!(topic = %topic, "the topic id source gave no usable id");
+            continue;
+        };
+        znode.set_id(id);
+        match znode.to_json() {
+            Ok(data) => writes.push((topic, id, data, version)),
+            Err(e) => tracing::warn!(topic = %topic, error = %e, "cannot encode topic znode"),
         }
     }
     let results = futures::future::join_all(writes.iter().map(|(topic, _, data, version)| {
