@@ -1,7 +1,7 @@
 //! Where the controller's fresh topic ids come from (KIP-516). The controller core draws no
 //! randomness of its own: a topic created without an id gets the next id of a
 //! [`TopicIdGenerator`] the caller hands in (in `ControllerConfig::topic_ids`). The default is
-//! random, as Kafka's `Uuid.randomUuid` ([`TopicIdGenerator::random`], feature `tokio`); a
+//! random, as Kafka's `Uuid.randomUuid` (`TopicIdGenerator::random`, feature `tokio`); a
 //! simulation passes a seeded source, so that one seed replays one run, and a test can pass a
 //! counter ([`TopicIdGenerator::counter`]).
 //!
