@@ -3,6 +3,7 @@
 
 /// Why a coordination operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoordinationError {
     /// The node (or, for a create, its parent) does not exist.
     #[error("no node {path}")]

@@ -74,6 +74,7 @@ impl CreateMode {
 
 /// One operation of an atomic [`multi`](super::Coordination::multi).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "an operation does nothing until it is passed to `Coordination::multi`"]
 pub enum Op {
     /// Fails the multi unless the node exists with `version` (or any version for
     /// [`ANY_VERSION`]).

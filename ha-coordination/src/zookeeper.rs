@@ -35,8 +35,10 @@ const MULTI_READ_BATCH: usize = 1000;
 const RENEW_BACKOFF_MIN: Duration = Duration::from_millis(100);
 const RENEW_BACKOFF_MAX: Duration = Duration::from_secs(2);
 
-/// Connection settings.
+/// Connection settings: [`ZooKeeperOptions::default`] (Kafka's defaults) and the `with_*`
+/// setters.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ZooKeeperOptions {
     /// The session timeout asked of the server (it clamps it to 2..20 ticks).
     pub session_timeout: Duration,
@@ -51,6 +53,27 @@ impl Default for ZooKeeperOptions {
             session_timeout: Duration::from_secs(18),
             connection_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl ZooKeeperOptions {
+    /// Kafka's defaults: an 18 s session timeout, 10 s per connection attempt.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The session timeout asked of the server.
+    #[must_use]
+    pub fn with_session_timeout(mut self, session_timeout: Duration) -> Self {
+        self.session_timeout = session_timeout;
+        self
+    }
+
+    /// How long one connection attempt may take.
+    #[must_use]
+    pub fn with_connection_timeout(mut self, connection_timeout: Duration) -> Self {
+        self.connection_timeout = connection_timeout;
+        self
     }
 }
 

@@ -58,11 +58,10 @@ impl ZkHarness {
 }
 
 fn options() -> ZooKeeperOptions {
-    ZooKeeperOptions {
+    ZooKeeperOptions::new()
         // Generous: the test machine may be heavily loaded.
-        session_timeout: Duration::from_secs(15),
-        connection_timeout: Duration::from_secs(10),
-    }
+        .with_session_timeout(Duration::from_secs(15))
+        .with_connection_timeout(Duration::from_secs(10))
 }
 
 #[async_trait]

@@ -304,10 +304,9 @@ async fn k1_3_zk_isr_writer_on_real_zookeeper() -> TestResult {
         return Ok(());
     }
     let zk = ZkEnsemble::standalone()?;
-    let options = ZooKeeperOptions {
-        session_timeout: Duration::from_secs(15),
-        connection_timeout: Duration::from_secs(10),
-    };
+    let options = ZooKeeperOptions::new()
+        .with_session_timeout(Duration::from_secs(15))
+        .with_connection_timeout(Duration::from_secs(10));
     let coord: Arc<dyn Coordination> =
         Arc::new(ZooKeeperCoordination::connect_with(&zk.connect_string(), options).await?);
     cas_success(coord.clone(), "a").await?;

@@ -96,10 +96,9 @@ async fn kip_380_reregistration_after_session_expiry_on_real_zookeeper() -> Test
     }
     let zk = ZkEnsemble::standalone()?;
     let proxy = TcpProxy::to_local_port(zk.client_port(1)?)?;
-    let options = ZooKeeperOptions {
-        session_timeout: Duration::from_secs(15),
-        connection_timeout: Duration::from_secs(10),
-    };
+    let options = ZooKeeperOptions::new()
+        .with_session_timeout(Duration::from_secs(15))
+        .with_connection_timeout(Duration::from_secs(10));
     let client = Arc::new(ZooKeeperCoordination::connect_with(&proxy.host_port(), options).await?);
     let session = client.session_id();
     let coord: Arc<dyn Coordination> = client.clone();

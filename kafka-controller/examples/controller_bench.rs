@@ -278,10 +278,9 @@ async fn zookeeper_run(partitions: i32) {
             return;
         }
     };
-    let options = ZooKeeperOptions {
-        session_timeout: Duration::from_secs(30),
-        connection_timeout: Duration::from_secs(10),
-    };
+    let options = ZooKeeperOptions::new()
+        .with_session_timeout(Duration::from_secs(30))
+        .with_connection_timeout(Duration::from_secs(10));
     let mut clients: Vec<Arc<dyn Coordination>> = Vec::new();
     for _ in 0..=BROKERS {
         match ZooKeeperCoordination::connect_with(&zk.connect_string(), options.clone()).await {

@@ -18,6 +18,7 @@ use ha_coordination::{Coordination, CoordinationError, CreateMode};
 
 /// Why an admin request was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdminError {
     /// The topic already exists.
     #[error("topic {0} already exists")]

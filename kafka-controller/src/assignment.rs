@@ -54,6 +54,7 @@ impl AssignmentStart {
 
 /// Why an assignment cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AssignmentError {
     /// The partition count must be positive (`InvalidPartitionsException`).
     #[error("number of partitions must be larger than 0")]

@@ -681,6 +681,11 @@ impl ControllerContext {
         self.topic_ids.get(topic).copied()
     }
 
+    /// Whether some topic already has the id `id`.
+    pub fn is_topic_id_in_use(&self, id: Uuid) -> bool {
+        self.topic_ids.values().any(|&i| i == id)
+    }
+
     /// Records the topic's `unclean.leader.election.enable` config (default false).
     pub fn set_unclean_leader_election(&mut self, topic: impl Into<String>, enabled: bool) {
         let topic = topic.into();

@@ -185,6 +185,7 @@ pub fn elect_in_context(
 
 /// Why a controlled-shutdown request is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ControlledShutdownError {
     /// The broker is not registered.
     #[error("broker {0} is not live")]
@@ -204,6 +205,7 @@ pub enum ControlledShutdownError {
 /// The partitions a controlled shutdown acts on: those with more than one replica, with
 /// leadership, of topics not being deleted, split by whether the broker leads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[must_use = "the plan names the elections and ISR removals still to perform"]
 pub struct ControlledShutdownPlan {
     /// Move these to Online with [`ElectionStrategy::ControlledShutdown`].
     pub led: Vec<TopicPartition>,

@@ -5,6 +5,12 @@
 //!
 //! ## The pure controller core
 //!
+//! Everything but `controller` (the tokio event loop) and
+//! `broker_channel::ChannelManager` (the per-broker tokio queues) builds without the default
+//! feature `tokio`: `cargo build -p kafka-controller --no-default-features`. The core draws no
+//! randomness either: fresh topic ids come from a [`topic_id_source::TopicIdGenerator`] the
+//! caller passes in.
+//!
 //! The controller's decisions are plain functions over a [`context::ControllerContext`]:
 //! the partition and replica state machines, leader election, replica assignment, request
 //! batching, reassignment steps and the auto-rebalance check. They do no IO. Where Kafka's
@@ -70,6 +76,7 @@ pub mod admin;
 pub mod assignment;
 pub mod broker_channel;
 pub mod context;
+#[cfg(feature = "tokio")]
 pub mod controller;
 pub use ha_coordination as coordination;
 pub mod election;
@@ -78,4 +85,5 @@ pub mod reassignment;
 pub mod rebalance;
 pub mod replica_state_machine;
 pub mod request_batch;
+pub mod topic_id_source;
 pub mod zk_data;

@@ -50,6 +50,7 @@ impl PartitionState {
 
 /// Why a partition state change did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PartitionStateChangeError {
     /// The transition is not in the valid-previous-state table.
     #[error("invalid partition state transition {from:?} -> {to:?}")]
@@ -117,6 +118,7 @@ pub enum WriteKind {
 
 /// A write to `/brokers/topics/<t>/partitions/<p>/state`, to be fenced by the controller epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a planned partition-state write does nothing until it is performed"]
 pub struct PartitionStateWrite {
     /// The partition.
     pub tp: TopicPartition,
@@ -264,6 +266,7 @@ pub fn complete_initialization(
 
 /// An election ready to be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a planned election does nothing until its write is performed"]
 pub struct PlannedElection {
     /// The conditional write (K1.3).
     pub write: PartitionStateWrite,
@@ -321,6 +324,7 @@ pub fn plan_election(
 
 /// What became of a planned election.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a step may ask for a re-read and another attempt"]
 pub enum ElectionStep {
     /// Written: the partition is Online with this leadership.
     Elected(PartitionLeadership),
@@ -366,6 +370,7 @@ pub fn complete_election(
 
 /// `triggerOnlinePartitionStateChange` (K1, K5.3, K6.8): every New or Offline partition of a
 /// topic not queued for deletion goes Online with the clean offline strategy.
+#[must_use = "the pass names the elections still to perform"]
 pub fn trigger_online_partition_state_change(ctx: &mut ControllerContext) -> PartitionPass {
     let mut partitions = ctx.partitions_in_state(PartitionState::New);
     partitions.extend(ctx.partitions_in_state(PartitionState::Offline));

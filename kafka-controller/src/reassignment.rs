@@ -38,6 +38,7 @@ use crate::request_batch::ControllerBrokerRequestBatch;
 
 /// Why a reassignment cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReassignmentError {
     /// The topic is queued for deletion.
     #[error("topic is being deleted")]
@@ -156,6 +157,7 @@ impl PartitionReassignment {
 /// A write of a topic's whole assignment to `/brokers/topics/<t>` (fenced by the controller
 /// epoch, any version).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a planned topic-assignment write does nothing until it is performed"]
 pub struct TopicAssignmentWrite {
     /// The topic.
     pub topic: String,
@@ -230,6 +232,7 @@ pub fn plan_epoch_bump(
 
 /// What became of an epoch bump.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a step may ask for a re-read and another attempt"]
 pub enum EpochBumpStep {
     /// Written and LeaderAndIsr queued.
     Done(PartitionLeadership),
@@ -379,6 +382,7 @@ pub fn step_10_assignment_write(
 
 /// What to do with `/admin/reassign_partitions` at step 11.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "the update of the admin znode is still to be written"]
 pub enum AdminReassignmentUpdate {
     /// Rewrite it with the remaining entries.
     Rewrite(BTreeMap<TopicPartition, Vec<BrokerId>>),

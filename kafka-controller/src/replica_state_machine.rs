@@ -55,6 +55,7 @@ impl ReplicaState {
 
 /// Why a replica state change did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplicaStateChangeError {
     /// The transition is not in the valid-previous-state table.
     #[error("invalid replica state transition {from:?} -> {to:?}")]
@@ -180,6 +181,7 @@ pub fn handle_state_changes(
 
 /// What an Offline replica's ISR removal needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a planned ISR removal does nothing until its write is performed"]
 pub enum IsrRemoval {
     /// The replica is not in the ISR: nothing to write; this is the current state.
     Unchanged(PartitionLeadership),
@@ -226,6 +228,7 @@ pub fn plan_isr_removal(
 
 /// What became of an ISR removal.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a step may ask for a re-read and another attempt"]
 pub enum IsrRemovalStep {
     /// Done: the replica is Offline; the partition's leadership is now this.
     Done(PartitionLeadership),

@@ -373,6 +373,7 @@ impl ControllerBrokerRequestBatch {
     /// brokers), UpdateMetadata, StopReplica, so that each broker's FIFO sees them in that
     /// order. Only live-or-shutting-down brokers receive anything; every request carries the
     /// controller id and epoch and the target broker's epoch.
+    #[must_use = "the batch is drained: dropped requests are never sent"]
     pub fn send_requests(&mut self, ctx: &ControllerContext) -> Vec<BrokerRequest> {
         let batch = std::mem::take(self);
         let header = |broker: BrokerId| ControlHeader {
@@ -475,6 +476,7 @@ impl ControlVersions {
 
 /// Why a control request cannot be put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WireConversionError {
     /// The requested version does not exist for the message.
     #[error("{message} has no version {version}")]

@@ -40,10 +40,7 @@ fn manager(
     channel: &MemoryBrokerChannel,
 ) -> (ChannelManager, mpsc::UnboundedReceiver<DeliveredResponse>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let config = ChannelConfig {
-        retry_backoff: Duration::from_millis(1),
-        ..ChannelConfig::default()
-    };
+    let config = ChannelConfig::new().with_retry_backoff(Duration::from_millis(1));
     let mut manager = ChannelManager::new(Arc::new(channel.clone()), config, "PLAINTEXT", tx);
     for b in ctx.live_or_shutting_down_brokers() {
         manager.add_broker(b.clone());

@@ -29,10 +29,7 @@ async fn k6_10_update_metadata_stays_ahead_of_leader_and_isr_through_failures() 
     let channel = MemoryBrokerChannel::new();
     channel.fail_next(2, 5);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let config = ChannelConfig {
-        retry_backoff: Duration::from_millis(1),
-        ..ChannelConfig::default()
-    };
+    let config = ChannelConfig::new().with_retry_backoff(Duration::from_millis(1));
     let mut manager = ChannelManager::new(Arc::new(channel.clone()), config, "PLAINTEXT", tx);
     for b in ctx.live_or_shutting_down_brokers() {
         manager.add_broker(b.clone());
@@ -74,10 +71,7 @@ async fn removed_broker_queue_stops_retrying() {
     let channel = MemoryBrokerChannel::new();
     channel.set_down(2, true);
     let (tx, _rx) = mpsc::unbounded_channel();
-    let config = ChannelConfig {
-        retry_backoff: Duration::from_millis(1),
-        ..ChannelConfig::default()
-    };
+    let config = ChannelConfig::new().with_retry_backoff(Duration::from_millis(1));
     let mut manager = ChannelManager::new(Arc::new(channel.clone()), config, "PLAINTEXT", tx);
     for b in ctx.live_or_shutting_down_brokers() {
         manager.add_broker(b.clone());

@@ -17,10 +17,9 @@ use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, Partit
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 fn options() -> ZooKeeperOptions {
-    ZooKeeperOptions {
-        session_timeout: Duration::from_secs(6),
-        connection_timeout: Duration::from_secs(10),
-    }
+    ZooKeeperOptions::new()
+        .with_session_timeout(Duration::from_secs(6))
+        .with_connection_timeout(Duration::from_secs(10))
 }
 
 fn config(id: BrokerId) -> ControllerConfig {

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use controller_harness::{wait_for, Cluster};
 use ha_coordination::{Coordination, CreateMode};
 use kafka_controller::context::{BrokerId, TopicPartition};
+use kafka_controller::controller::ControllerConfig;
+use kafka_controller::topic_id_source::TopicIdGenerator;
 use kafka_controller::zk_data::{paths, TopicAssignment};
 use kafka_wire::{RequestBody, Uuid};
 
@@ -97,4 +99,53 @@ async fn kip_516_failover_loads_the_topic_id_from_the_v3_znode() {
         sent_topic_ids(&c).contains(&("payments".to_string(), id))
     })
     .await;
+}
+
+/// Counters in disjoint ranges per broker, so that whichever broker controls, the ids are
+/// known in advance.
+fn counter_config(id: BrokerId) -> ControllerConfig {
+    controller_harness::test_config(id).with_topic_ids(TopicIdGenerator::counter(counter_base(id)))
+}
+
+fn counter_base(id: BrokerId) -> u128 {
+    (u128::from(id.unsigned_abs()) << 64) | 0x100
+}
+
+/// No randomness in the controller: a topic's fresh id is the next one of the injected
+/// source, and an id another topic already holds is skipped.
+#[tokio::test]
+async fn kip_516_fresh_topic_ids_come_from_the_injected_source_and_are_unique() {
+    let mut c = Cluster::empty(counter_config).await;
+    c.add_broker(1, None).await;
+    let controller = c.wait_controller().await;
+    let base = counter_base(controller);
+    // "taken" already holds the counter's first id.
+    let mut znode = TopicAssignment::new(assignment(&[1]));
+    znode.set_id(Uuid::from_u128(base));
+    c.admin
+        .create(
+            &paths::topic("taken"),
+            &znode.to_json().unwrap(),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    let taken = TopicPartition::new("taken", 0);
+    wait_for("partition state", || async {
+        c.state(&taken).await.is_some()
+    })
+    .await;
+    kafka_controller::admin::create_topic_with_assignment(&c.admin, "fresh", &assignment(&[1]))
+        .await
+        .unwrap();
+    let fresh = TopicPartition::new("fresh", 0);
+    wait_for("partition state", || async {
+        c.state(&fresh).await.is_some()
+    })
+    .await;
+    assert_eq!(
+        topic_znode(&c, "fresh").await.id(),
+        Ok(Some(Uuid::from_u128(base + 1))),
+        "the source's first id is taken: the second one is used"
+    );
 }

@@ -102,10 +102,9 @@ impl ZooKeeperHarness {
         if !root.starts_with('/') || root.len() < 2 || root.ends_with('/') {
             return Err(HarnessError::Root(root.to_owned()));
         }
-        let options = ZooKeeperOptions {
-            session_timeout: Duration::from_secs(10),
-            connection_timeout: Duration::from_secs(5),
-        };
+        let options = ZooKeeperOptions::new()
+            .with_session_timeout(Duration::from_secs(10))
+            .with_connection_timeout(Duration::from_secs(5));
         let full_root = format!("{chroot}{root}");
         let admin =
             ZooKeeperCoordination::connect_with(&servers.join(","), options.clone()).await?;

@@ -218,10 +218,7 @@ async fn list_brokers(zk: &KafkaZkClient) -> Result<(), String> {
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let options = ZooKeeperOptions {
-        session_timeout: Duration::from_secs(10),
-        ..ZooKeeperOptions::default()
-    };
+    let options = ZooKeeperOptions::new().with_session_timeout(Duration::from_secs(10));
     let coord: Arc<dyn Coordination> = Arc::new(
         ZooKeeperCoordination::connect_with(&args.zookeeper, options)
             .await

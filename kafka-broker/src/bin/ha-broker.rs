@@ -132,10 +132,8 @@ async fn run(args: Args) -> Result<(), String> {
         match &args.zookeeper {
             Some(connect) => {
                 config.logs = LogPlacement::Files(args.data_dir.clone());
-                let options = ZooKeeperOptions {
-                    session_timeout: Duration::from_millis(args.zookeeper_session_timeout_ms),
-                    ..ZooKeeperOptions::default()
-                };
+                let options = ZooKeeperOptions::new()
+                    .with_session_timeout(Duration::from_millis(args.zookeeper_session_timeout_ms));
                 let zk = ZooKeeperCoordination::connect_with(connect, options)
                     .await
                     .map_err(|e| format!("cannot connect to ZooKeeper at {connect}: {e}"))?;

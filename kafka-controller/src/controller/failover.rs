@@ -159,8 +159,9 @@ impl Controller {
             }
         }
         // KIP-516: topic ids from the topic znodes (created where missing).
-        let assign_ids = self.config.channel.versions.leader_and_isr >= 5;
-        super::topics::load_topic_ids(&store, &mut ctx, znodes, assign_ids).await?;
+        let ids =
+            (self.config.channel.versions.leader_and_isr >= 5).then_some(&self.config.topic_ids);
+        super::topics::load_topic_ids(&store, &mut ctx, znodes, ids).await?;
         let all = ctx.all_partitions();
         let reads = store.read_states(&all).await;
         for (tp, r) in all.iter().zip(reads) {

@@ -1,4 +1,4 @@
-//! The controller as a single event loop (Kafka's `ControllerEventManager` and `ControllerChannelManager`): a tokio task drains a queue of
+//! The controller as a single event loop (Kafka's `ControllerEventManager` and `ControllerChannelManager`), feature `tokio`: a tokio task drains a queue of
 //! [`ControllerEvent`]s one at a time, like Kafka's controller event thread. Coordination
 //! watches, controlled-shutdown requests, broker responses and the auto-rebalance tick become
 //! events; session expiry preempts everything pending (`clearAndPut(Expire)`). Every handler
@@ -51,6 +51,7 @@ use tokio::task::JoinHandle;
 use crate::broker_channel::{BrokerChannel, ChannelConfig, ChannelManager, DeliveredResponse};
 use crate::context::{BrokerId, ControllerContext, TopicPartition};
 use crate::request_batch::ControllerBrokerRequestBatch;
+use crate::topic_id_source::TopicIdGenerator;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
 use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind};
 
@@ -59,6 +60,7 @@ pub use store::Store;
 
 /// Why a controller operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ControllerError {
     /// This broker is not the active controller.
     #[error("not the active controller")]
@@ -95,8 +97,10 @@ impl From<ha_coordination::CoordinationError> for ControllerError {
     }
 }
 
-/// The controller's settings (Kafka's names in parentheses).
+/// The controller's settings (Kafka's names in parentheses): [`ControllerConfig::new`] and the
+/// `with_*` setters.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ControllerConfig {
     /// This broker's id (`broker.id`).
     pub broker_id: BrokerId,
@@ -115,6 +119,9 @@ pub struct ControllerConfig {
     pub listener: String,
     /// Rounds of re-read and retry of a partition-state CAS before giving up on it.
     pub max_cas_retries: usize,
+    /// Where fresh topic ids (KIP-516) come from; random by default. A simulation passes a
+    /// seeded source so that a seed replays exactly.
+    pub topic_ids: TopicIdGenerator,
 }
 
 impl ControllerConfig {
@@ -131,7 +138,65 @@ impl ControllerConfig {
             channel: ChannelConfig::default(),
             listener: "PLAINTEXT".to_string(),
             max_cas_retries: 10,
+            topic_ids: TopicIdGenerator::random(),
         }
+    }
+
+    /// Executes topic deletions or only records them (`delete.topic.enable`).
+    #[must_use]
+    pub fn with_delete_topic_enable(mut self, enable: bool) -> Self {
+        self.delete_topic_enable = enable;
+        self
+    }
+
+    /// Runs the preferred-leader rebalance task or not (`auto.leader.rebalance.enable`).
+    #[must_use]
+    pub fn with_auto_leader_rebalance_enable(mut self, enable: bool) -> Self {
+        self.auto_leader_rebalance_enable = enable;
+        self
+    }
+
+    /// The allowed share of non-preferred leaders per broker, percent
+    /// (`leader.imbalance.per.broker.percentage`).
+    #[must_use]
+    pub fn with_leader_imbalance_per_broker_percentage(mut self, percentage: u32) -> Self {
+        self.leader_imbalance_per_broker_percentage = percentage;
+        self
+    }
+
+    /// The period of the rebalance check (`leader.imbalance.check.interval.seconds`).
+    #[must_use]
+    pub fn with_leader_imbalance_check_interval(mut self, interval: Duration) -> Self {
+        self.leader_imbalance_check_interval = interval;
+        self
+    }
+
+    /// The channel's retry policy and wire versions.
+    #[must_use]
+    pub fn with_channel(mut self, channel: ChannelConfig) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// The inter-broker listener whose endpoints go into requests.
+    #[must_use]
+    pub fn with_listener(mut self, listener: impl Into<String>) -> Self {
+        self.listener = listener.into();
+        self
+    }
+
+    /// Rounds of re-read and retry of a partition-state CAS.
+    #[must_use]
+    pub fn with_max_cas_retries(mut self, retries: usize) -> Self {
+        self.max_cas_retries = retries;
+        self
+    }
+
+    /// The source of fresh topic ids.
+    #[must_use]
+    pub fn with_topic_ids(mut self, topic_ids: TopicIdGenerator) -> Self {
+        self.topic_ids = topic_ids;
+        self
     }
 }
 

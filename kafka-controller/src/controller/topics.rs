@@ -8,8 +8,10 @@ use crate::context::{ControllerContext, PartitionReplica, TopicPartition};
 use crate::election::ElectionStrategy;
 use crate::partition_state_machine::{handle_state_changes as partition_changes, PartitionState};
 use crate::replica_state_machine::{handle_state_changes as replica_changes, ReplicaState};
+use crate::topic_id_source::TopicIdGenerator;
 use crate::zk_data::{paths, KafkaZkError, TopicAssignment};
 use ha_coordination::Op;
+use kafka_wire::Uuid;
 
 use super::failover::children_or_empty;
 use super::store::{assignment_from_znode, Store};
@@ -57,9 +59,10 @@ impl Controller {
                 Err(e) => return Err(e.into()),
             }
         }
-        let assign = self.config.channel.versions.leader_and_isr >= 5;
+        let ids = (self.config.channel.versions.leader_and_isr >= 5)
+            .then(|| self.config.topic_ids.clone());
         let a = self.active()?;
-        load_topic_ids(&a.store, &mut a.ctx, znodes, assign).await?;
+        load_topic_ids(&a.store, &mut a.ctx, znodes, ids.as_ref()).await?;
         self.on_new_partition_creation(&partitions).await
     }
 
@@ -134,45 +137,41 @@ impl Controller {
     }
 }
 
-/// A random topic id as Kafka's `Uuid.randomUuid` draws it: never the zero id, never the
-/// reserved metadata-topic id (1), and never one whose text form starts with `-`.
-fn random_topic_id() -> kafka_wire::Uuid {
-    loop {
-        let id = kafka_wire::Uuid::from_u128(rand::random::<u128>());
-        if id.as_u128() > 1 && !crate::zk_data::encode_topic_id(id).starts_with('-') {
-            return id;
-        }
-    }
-}
-
 /// KIP-516 (Kafka's `processTopicIds`): records the ids of `topics` (each with its znode
-/// content and version) in the context. With `assign_missing` (the controller speaks
-/// LeaderAndIsr v5+, i.e. IBP 2.8), a topic without an id gets a fresh one, written to its
-/// znode as version 3 with a check of the version read (fenced, all writes in flight at
-/// once); a topic whose znode changed meanwhile keeps none until the next failover. A
-/// malformed id is logged and ignored.
+/// content and version) in the context. With `assign_missing` (given when the controller
+/// speaks LeaderAndIsr v5+, i.e. IBP 2.8), a topic without an id gets a fresh one from it, one
+/// no other topic holds, written to its znode as version 3 with a check of the version read
+/// (fenced, all writes in flight at once); a topic whose znode changed meanwhile keeps none
+/// until the next failover. A malformed id is logged and ignored.
 pub(super) async fn load_topic_ids(
     store: &Store,
     ctx: &mut ControllerContext,
     topics: Vec<(String, TopicAssignment, i32)>,
-    assign_missing: bool,
+    assign_missing: Option<&TopicIdGenerator>,
 ) -> Result<(), ControllerError> {
-    let mut writes = Vec::new();
-    for (topic, mut znode, version) in topics {
+    // The ids already held first, so that no fresh id repeats one of them.
+    let mut missing = Vec::new();
+    for (topic, znode, version) in topics {
         match znode.id() {
             Ok(Some(id)) => ctx.set_topic_id(topic, id),
-            Ok(None) if assign_missing => {
-                let id = random_topic_id();
-                znode.set_id(id);
-                match znode.to_json() {
-                    Ok(data) => writes.push((topic, id, data, version)),
-                    Err(e) => {
-                        tracing::warn!(topic = %topic, error = %e, "cannot encode topic znode")
-                    }
-                }
-            }
-            Ok(None) => {}
+            Ok(None) => missing.push((topic, znode, version)),
             Err(e) => tracing::warn!(topic = %topic, error = %e, "malformed topic id; ignored"),
+        }
+    }
+    let Some(ids) = assign_missing else {
+        return Ok(());
+    };
+    let mut writes: Vec<(String, Uuid, Vec<u8>, i32)> = Vec::new();
+    for (topic, mut znode, version) in missing {
+        let fresh = ids.fresh(|id| ctx.is_topic_id_in_use(id) || writes.iter().any(|w| w.1 == id));
+        let Some(id) = fresh else {
+            tracing::warn!(topic = %topic, "the topic id source gave no usable id");
+            continue;
+        };
+        znode.set_id(id);
+        match znode.to_json() {
+            Ok(data) => writes.push((topic, id, data, version)),
+            Err(e) => tracing::warn!(topic = %topic, error = %e, "cannot encode topic znode"),
         }
     }
     let results = futures::future::join_all(writes.iter().map(|(topic, _, data, version)| {

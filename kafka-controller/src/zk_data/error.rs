@@ -2,6 +2,7 @@
 
 /// A znode's content is not what ZooKeeper-mode Kafka writes there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ZkDataError {
     /// The JSON is malformed or does not have the expected shape.
     #[error("malformed {what} JSON: {reason}")]

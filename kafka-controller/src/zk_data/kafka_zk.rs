@@ -14,6 +14,7 @@ use ha_coordination::{Coordination, CoordinationError, CreateMode, Op, OpResult,
 
 /// Why a Kafka-level read or write failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KafkaZkError {
     /// The coordination service refused or failed.
     #[error(transparent)]

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use ha_coordination::{Coordination, MemoryCoordination, MemoryTree, SessionId};
 use kafka_broker::glue::{IsrChangeQueue, ZkIsrWriter};
+use kafka_controller::broker_channel::ChannelConfig;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
+use kafka_controller::topic_id_source::TopicIdGenerator;
 use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, TopicPartitionEntry};
 use kafka_replication::isr::{BrokerId, IsrProposal, IsrResult, TopicPartition};
 use kafka_replication::log::MemoryLog;
@@ -24,7 +26,9 @@ use kafka_wire::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_wire::messages::{
     LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse, UpdateMetadataResponse,
 };
-use kafka_wire::{RequestBody, ResponseBody};
+use kafka_wire::{RequestBody, ResponseBody, Uuid};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use tokio::sync::mpsc;
 
 use super::channel::{Outgoing, SimChannel};
@@ -108,6 +112,9 @@ pub struct Env<'a> {
     pub breakage: StoreBreakage,
     /// Where answers computed off the step (a controller's ControlledShutdown reply) go.
     pub replies: &'a mpsc::UnboundedSender<(NodeId, NodeId, Msg)>,
+    /// The run's seed; each controller draws its topic ids from a generator seeded from it,
+    /// its broker id and its incarnation, so that one seed gives the same ids.
+    pub seed: u64,
 }
 
 /// A clean stop in progress: ControlledShutdown requests to the controller.
@@ -205,9 +212,20 @@ impl SimBroker {
             env.outbox.clone(),
             Duration::from_millis(cfg.control_timeout_ms),
         );
-        let mut config = ControllerConfig::new(self.id);
-        config.channel.retry_backoff = Duration::from_millis(cfg.control_backoff_ms);
-        config.leader_imbalance_check_interval = Duration::from_millis(cfg.rebalance_interval_ms);
+        let mut ids = StdRng::seed_from_u64(
+            env.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                ^ (u64::from(self.id.unsigned_abs()) << 48)
+                ^ self.incarnation,
+        );
+        let config = ControllerConfig::new(self.id)
+            .with_channel(
+                ChannelConfig::new()
+                    .with_retry_backoff(Duration::from_millis(cfg.control_backoff_ms)),
+            )
+            .with_leader_imbalance_check_interval(Duration::from_millis(cfg.rebalance_interval_ms))
+            .with_topic_ids(TopicIdGenerator::new(move || {
+                Uuid::from_u128(ids.random::<u128>())
+            }));
         let controller = Controller::start(config, Arc::new(controller_coord), Arc::new(channel));
         let disk = self.disk.clone();
         let rm = ReplicaManager::new(

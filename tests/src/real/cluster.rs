@@ -313,6 +313,7 @@ impl RealCluster {
             audit: &self.audit,
             breakage: self.cfg.breakage,
             replies: &self.replies_tx,
+            seed: self.seed,
         }
     }
 
@@ -831,6 +832,7 @@ impl RealCluster {
                 audit: &self.audit,
                 breakage: cfg.breakage,
                 replies: &self.replies_tx,
+                seed: self.seed,
             };
             if let Some(b) = self.brokers.get_mut(&id) {
                 b.restart(&cfg, &env);
@@ -1181,6 +1183,11 @@ impl RealCluster {
         (net.sent, net.delivered, net.lost, net.cut).hash(&mut digest);
         for b in self.brokers.values() {
             if let Some(rm) = b.rm() {
+                // KIP-516: the id the controller gave the topic, as this broker knows it.
+                rm.metadata()
+                    .topic_id(TOPIC)
+                    .map(|id| id.as_u128())
+                    .hash(&mut digest);
                 for p in 0..self.cfg.partitions {
                     if let Some(part) = rm.partition(&TopicPartition::new(TOPIC, p)) {
                         (
