@@ -11,7 +11,7 @@ use crate::service::Coordination;
 use crate::types::SessionId;
 
 /// A cluster of one coordination store whose clients can be opened, cut off and expired at
-/// will: what the conformance suite (feature `never-in-production`) and the cluster demo need from a
+/// will: what the conformance suite (feature `testing`) and the cluster demo need from a
 /// backend, and what a test of session expiry needs in general.
 #[async_trait]
 pub trait CoordinationCluster: Send + Sync {

@@ -4,7 +4,7 @@
 //! fences through one: the [`Coordination`] trait, the embedded [`MemoryCoordination`] (on a
 //! [`ZnodeTree`] shared by its sessions), the real-ZooKeeper `ZooKeeperCoordination` (feature
 //! `zookeeper`), [`CoordinationCluster`] for stores whose sessions can be expired on demand,
-//! and a conformance suite any implementation can run (feature `never-in-production`). It knows nothing of
+//! and a conformance suite any implementation can run (feature `testing`). It knows nothing of
 //! Kafka: `kafka-controller` keeps Kafka's znode layout on top of it.
 //!
 //! # Semantics in brief
@@ -64,7 +64,7 @@
 //! `KafkaZkClient`: controller election, fenced writes, broker registration).
 
 mod cluster;
-#[cfg(feature = "never-in-production")]
+#[cfg(feature = "testing")]
 pub mod conformance;
 mod error;
 mod memory;
