@@ -44,4 +44,6 @@ pub use propagation::{
     propagate_once, should_propagate, write_notification, IsrChangePropagator, IsrChangeQueue,
     IsrPropagationConfig, PendingIsrChanges,
 };
-pub use registration::{BrokerRegistrar, RegisteredBroker};
+pub use registration::{
+    holder_wait_for, BrokerRegistrar, RegisteredBroker, DEFAULT_HOLDER_WAIT, HOLDER_WAIT_MARGIN,
+};
