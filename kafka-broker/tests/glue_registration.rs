@@ -75,9 +75,9 @@ async fn kip_380_a_restart_waits_for_the_old_sessions_registration_to_vanish() -
     let old_client = tree.connect();
     let old_session = old_client.session_id();
     let old: Arc<dyn Coordination> = Arc::new(old_client);
-    let old_epoch = KafkaZkClient::new(old.clone())
-        .register_broker(1, &v5_registration())
-        .await?;
+    let old_zk = KafkaZkClient::new(old.clone());
+    old_zk.create_persistent_paths().await?;
+    let old_epoch = old_zk.register_broker(1, &v5_registration()).await?;
     let new: Arc<dyn Coordination> = Arc::new(tree.connect());
     let registrar = BrokerRegistrar::new(new.clone(), 1, v5_registration()).with_holder_wait(WAIT);
     let started = tokio::time::Instant::now();
@@ -117,9 +117,10 @@ async fn kip_380_a_registration_held_past_the_wait_is_a_clear_error_not_a_hang()
     let tree = MemoryTree::new();
     let holder_client = tree.connect();
     let holder = holder_client.session_id();
-    KafkaZkClient::new(Arc::new(holder_client))
-        .register_broker(4, &v5_registration())
-        .await?;
+    // Kept alive to the end: the holder is a live broker.
+    let holder_zk = KafkaZkClient::new(Arc::new(holder_client));
+    holder_zk.create_persistent_paths().await?;
+    holder_zk.register_broker(4, &v5_registration()).await?;
     let wait = Duration::from_millis(200);
     let started = tokio::time::Instant::now();
     let result = tokio::time::timeout(
