@@ -262,9 +262,9 @@ impl Reader<'_> {
             .filter(|v| !v.is_empty())
     }
 
-    fn number<T: std::str::FromStr>(&self, key: &str, default: T, min: T) -> Result<T, ConfigError>
+    fn number<T>(&self, key: &str, default: T, min: T) -> Result<T, ConfigError>
     where
-        T: PartialOrd + std::fmt::Display,
+        T: std::str::FromStr + PartialOrd + std::fmt::Display,
     {
         let Some(v) = self.raw(key) else {
             return Ok(default);
