@@ -7,7 +7,8 @@
 //! - [`IsrChangePropagator`] and [`PendingIsrChanges`]: batched
 //!   `/isr_change_notification/isr_change_<seq>` nodes (Kafka's `ZkData`);
 //! - [`BrokerRegistrar`]: `/brokers/ids/<id>` with the broker epoch (KIP-380), registered again
-//!   after session expiry;
+//!   after session expiry; a registration still held by an older session (a restart before
+//!   that session expired) is waited for, up to the session timeout plus a margin;
 //! - [`ZkProducerIdManager`]: producer ids in blocks claimed from `/latest_producer_id_block`.
 //!
 //! ```
