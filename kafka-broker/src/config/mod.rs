@@ -2,7 +2,7 @@
 //! reads a map of properties (from [`properties::parse`], with command-line overrides put in
 //! the same map) into typed settings, reporting keys it does not know and refusing bad values
 //! with an error naming the key; [`ServerSettings::node_config`] turns them into a
-//! [`NodeConfig`](crate::node::NodeConfig). Pure: no file, socket or clock is touched.
+//! [`NodeConfig`]. Pure: no file, socket or clock is touched.
 //!
 //! ```
 //! use kafka_broker::config::{properties, ServerSettings};
