@@ -399,6 +399,19 @@ async fn produce_acks_all(addr: std::net::SocketAddr, partition: i32) -> Result<
 /// before it finds the new leader. Only then does the broker deregister.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controlled_shutdown_moves_every_leadership_before_deregistering() {
+    controlled_shutdown_of_a_leader(false).await;
+}
+
+/// The same when the leaving broker is the active controller: it answers its own request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controlled_shutdown_of_the_controller_moves_its_leaderships_before_deregistering() {
+    controlled_shutdown_of_a_leader(true).await;
+}
+
+/// Three nodes, `orders` with 3 partitions of 3 replicas; a leader (the active controller
+/// when `controller_leaves`, another broker otherwise) shuts down in a controlled way while an
+/// acks=all producer writes to a partition it leads.
+async fn controlled_shutdown_of_a_leader(controller_leaves: bool) {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use kafka_controller::admin;
@@ -439,10 +452,9 @@ async fn controlled_shutdown_moves_every_leadership_before_deregistering() {
         .iter()
         .position(|n| n.controller().status().active_epoch.is_some())
         .expect("one active controller");
-    // A broker that is not the controller and leads a partition leaves.
     let leaving = (0..3)
-        .find(|i| *i != active && leaders.contains(&Some(nodes[*i].id())))
-        .expect("a non-controller leader");
+        .find(|i| (*i == active) == controller_leaves && leaders.contains(&Some(nodes[*i].id())))
+        .expect("a leader to stop");
     let leaving_id = nodes[leaving].id();
     let partition = leaders
         .iter()
