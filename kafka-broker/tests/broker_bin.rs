@@ -3,7 +3,8 @@
 //! SIGTERM on a partition leader of a three-broker cluster on a real ZooKeeper (started by
 //! `ha-testkit`; fails under `CI` when ZooKeeper is missing, skips otherwise) runs a controlled
 //! shutdown: the leaderships move while the broker is still registered, then it deregisters
-//! and exits 0.
+//! and exits 0. A broker process paused (SIGSTOP) until its session expired registers again
+//! by itself when resumed, and rejoins the ISR.
 
 mod kcat_common;
 
@@ -213,4 +214,112 @@ fn sigterm_on_a_leader_moves_its_leaderships_before_it_deregisters_and_exits_0()
         None,
         "deregistered"
     );
+}
+
+#[test]
+fn a_broker_paused_past_its_session_timeout_re_registers_and_rejoins_when_resumed() {
+    let name = "a_broker_paused_past_its_session_timeout_re_registers_and_rejoins_when_resumed";
+    match require_zookeeper(name) {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => panic!("{e}"),
+    }
+    let zk = ZkEnsemble::standalone().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut brokers = Vec::new();
+    for id in 1..=2 {
+        let log = dir.path().join(format!("broker-{id}.log"));
+        let data = dir.path().join(format!("data-{id}"));
+        brokers.push(
+            BrokerProcess::start(
+                id,
+                &broker_args(&[
+                    "--id",
+                    &id.to_string(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--data-dir",
+                    &data.display().to_string(),
+                    "--zookeeper",
+                    &zk.connect_string(),
+                    "--zookeeper-session-timeout-ms",
+                    "4000",
+                    "--replica-lag-time-max-ms",
+                    "10000",
+                ]),
+                &log,
+                START,
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store: Arc<dyn Coordination> = Arc::new(
+        rt.block_on(ZooKeeperCoordination::connect(&zk.connect_string()))
+            .expect("connects"),
+    );
+    let kzk = KafkaZkClient::new(store.clone());
+    let epoch_of = |id: i32| rt.block_on(kzk.broker(id)).ok().flatten().map(|(_, e)| e);
+    let deadline = Instant::now() + WAIT;
+    while epoch_of(1).is_none() || epoch_of(2).is_none() {
+        assert!(Instant::now() < deadline, "both brokers registered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first = epoch_of(2).expect("registered");
+    rt.block_on(admin::create_topic_with_assignment(
+        store.as_ref(),
+        "orders",
+        &[(0, vec![2, 1])].into_iter().collect(),
+    ))
+    .expect("topic created");
+    let isr = || {
+        rt.block_on(kzk.partition_states(&[("orders".to_owned(), 0)]))
+            .pop()
+            .and_then(|r| r.ok().flatten())
+            .map(|(s, _)| (s.leader, s.isr))
+    };
+    while isr() != Some((2, vec![2, 1])) {
+        assert!(
+            Instant::now() < deadline,
+            "broker 2 leads orders-0 with a full ISR"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // SIGSTOP broker 2 until ZooKeeper expires its session.
+    assert!(brokers[1].signal("STOP"));
+    let deadline = Instant::now() + WAIT;
+    while epoch_of(2).is_some() || isr().map(|(l, _)| l) != Some(1) {
+        assert!(
+            Instant::now() < deadline,
+            "broker 2's session expired and broker 1 leads: {:?}",
+            isr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SIGCONT: it notices the expiry, registers again with a new epoch, and catches up.
+    assert!(brokers[1].signal("CONT"));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let epoch = epoch_of(2);
+        let back_in_isr = isr().is_some_and(|(_, isr)| isr.contains(&2));
+        if epoch.is_some_and(|e| e > first) && back_in_isr {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker 2 re-registered ({epoch:?} after {first}) and rejoined the ISR ({:?}):\n{}",
+            isr(),
+            tail(&brokers[1].log, 40)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(brokers[1].running(), "it never exited");
+    for b in &mut brokers {
+        assert!(b.terminate(Duration::from_secs(60)), "{}", tail(&b.log, 30));
+    }
 }
