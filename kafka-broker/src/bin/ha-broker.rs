@@ -17,7 +17,9 @@
 //! (`RUST_LOG`, default `info`). On SIGTERM or SIGINT it shuts down in a controlled way (Kafka's
 //! `KafkaServer.controlledShutdown`): the controller moves its leaderships first
 //! (`controlled.shutdown.*`), then replication stops, the registration is removed and the
-//! process exits 0. A second signal during the controlled shutdown skips the rest of it.
+//! process exits 0. A second signal during the controlled shutdown skips the rest of it. The
+//! signals are caught from the start: one arriving while the broker starts (for instance while
+//! it waits for its previous process's registration to expire) ends it without harm.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -188,30 +190,57 @@ fn parse_topic(spec: &str) -> Result<(String, i32), String> {
     }
 }
 
-async fn wait_for_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGTERM and SIGINT (Ctrl-C), caught from the moment this is made: a signal arriving
+/// while the broker starts is not lost, nor does it kill the process uncontrolled.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = interrupt => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            StopSignals {
+                term: signal(SignalKind::terminate()).ok(),
+                interrupt: signal(SignalKind::interrupt()).ok(),
             }
         }
+        #[cfg(not(unix))]
+        {
+            StopSignals {}
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
+
+    /// Waits for the next SIGTERM or SIGINT.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = next(&mut self.term) => {}
+                _ = next(&mut self.interrupt) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    let mut signals = StopSignals::install();
     let topics = args
         .topics
         .iter()
@@ -273,9 +302,17 @@ async fn run(args: Args) -> Result<(), String> {
                 )
             }
         };
-    let node = BrokerNode::start(config, session)
-        .await
-        .map_err(|e| format!("broker {id} did not start: {e}"))?;
+    // A start may wait (up to the session timeout plus a margin) for an older session's
+    // registration; a stop signal meanwhile ends the process, which has nothing to hand over.
+    let node = tokio::select! {
+        started = BrokerNode::start(config, session) => {
+            started.map_err(|e| format!("broker {id} did not start: {e}"))?
+        }
+        _ = signals.recv() => {
+            tracing::info!(broker = id, "stopped before the start completed");
+            return Ok(());
+        }
+    };
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
@@ -310,13 +347,13 @@ async fn run(args: Args) -> Result<(), String> {
             }
         }
     }
-    wait_for_signal().await;
+    signals.recv().await;
     tracing::info!(broker = id, "stopping: controlled shutdown");
     tokio::select! {
         outcome = node.controlled_shutdown() => {
             tracing::info!(broker = id, ?outcome, "controlled shutdown finished");
         }
-        _ = wait_for_signal() => {
+        _ = signals.recv() => {
             tracing::warn!(broker = id, "second signal: skipping the rest of the controlled shutdown");
         }
     }
