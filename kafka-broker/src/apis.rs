@@ -188,7 +188,8 @@ where
     }
 
     /// ListOffsets: the earliest (log start) or latest offset — the high watermark for
-    /// consumers, the log end offset for a replica — with the KIP-320 leader epoch check.
+    /// consumers, the log end offset for a replica — with the KIP-320 leader epoch checked
+    /// before the leadership (FENCED / UNKNOWN_LEADER_EPOCH even on a follower).
     /// Lookups by timestamp are not implemented: they answer offset -1 ("none"), as Kafka does
     /// when no record is that recent.
     pub fn list_offsets(&self, version: i16, request: &ListOffsetsRequest) -> ListOffsetsResponse {
@@ -207,10 +208,9 @@ where
                     };
                     let (code, offset, epoch) = match m.partition(&tp) {
                         None => (ErrorCode::UnknownTopicOrPartition, -1, -1),
-                        Some(part) if !part.is_leader() => (ErrorCode::NotLeaderOrFollower, -1, -1),
                         Some(part) => {
                             let current = (version >= 4).then_some(p.current_leader_epoch);
-                            match part.check_leader_epoch(current) {
+                            match part.check_local_replica(current, true) {
                                 Err(e) => (e.error_code(), -1, -1),
                                 Ok(()) => {
                                     let offset = match p.timestamp {

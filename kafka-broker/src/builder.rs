@@ -51,6 +51,9 @@ pub struct BrokerConfig {
     pub fetcher: FetcherConfig,
     /// How long a follower waits for one answer from its leader before reconnecting.
     pub leader_link_timeout: Duration,
+    /// The network layer: `num.network.threads`, `num.io.threads`, queue and frame limits
+    /// (its `broker` is overwritten with `id`).
+    pub server: ServerConfig,
 }
 
 impl BrokerConfig {
@@ -107,6 +110,7 @@ impl BrokerConfig {
             partition: PartitionConfig::default(),
             fetcher: FetcherConfig::default(),
             leader_link_timeout: Duration::from_secs(30),
+            server: ServerConfig::default(),
         }
     }
 }
@@ -155,7 +159,7 @@ where
             Arc::new(KafkaApis::new(id, config.cluster_id, driver).with_leadership(leadership));
         let server_config = ServerConfig {
             broker: id,
-            ..Default::default()
+            ..config.server.clone()
         };
         match Server::bind(config.listen, server_config, handler(apis.clone())).await {
             Ok(server) => Ok(Broker { apis, server }),

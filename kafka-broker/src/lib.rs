@@ -12,6 +12,7 @@
 //! - [`glue`]: the broker's side of the coordination store — ISR writes on the partition-state
 //!   znodes with ISR change notifications, the broker's registration, producer-id blocks.
 //! - [`Broker`]: the data plane behind the K3 server, the shortest way to a running broker.
+//! - [`config`]: `server.properties` with Kafka's keys, read into a node's settings.
 //! - [`node`]: one complete broker node — data plane, registration, ISR propagation and a
 //!   campaigning controller on a coordination store — as the `ha-broker` binary runs it.
 //!
@@ -74,6 +75,7 @@
 mod apis;
 mod builder;
 mod channel_tcp;
+pub mod config;
 pub mod glue;
 mod leader_link_tcp;
 pub mod node;

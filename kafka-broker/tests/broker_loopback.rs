@@ -184,6 +184,38 @@ async fn kip_320_follower_fetch_with_a_stale_leader_epoch_is_fenced() {
     b1.apis.driver().shutdown().await;
 }
 
+/// KIP-320 on a follower, ListOffsets v4+ (Kafka's `Partition.fetchOffsetForTimestamp` through
+/// `getLocalLog`): the current leader epoch is checked before the leadership — older is
+/// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, equal NOT_LEADER_OR_FOLLOWER.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip_320_list_offsets_on_a_follower_checks_the_leader_epoch_before_leadership() {
+    let addresses = Arc::new(Mutex::new(HashMap::new()));
+    let b2 = start_broker(2, addresses, MemoryIsrWriter::new()).await;
+    let mut c = connect(&b2).await;
+    // Broker 2 follows broker 1 (unreachable: no address) at leader epoch 3.
+    c.send(4, &leader_and_isr(1, 3, &[1, 2]))
+        .await
+        .expect("answered");
+    let at_epoch = |epoch: i32| {
+        let RequestBody::ListOffsets(mut r) = list_offsets(LATEST_TIMESTAMP) else {
+            unreachable!("list_offsets builds ListOffsets");
+        };
+        r.topics[0].partitions[0].current_leader_epoch = epoch;
+        RequestBody::ListOffsets(r)
+    };
+    for (epoch, expected) in [
+        (2, ErrorCode::FencedLeaderEpoch),
+        (4, ErrorCode::UnknownLeaderEpoch),
+        (3, ErrorCode::NotLeaderOrFollower),
+        (-1, ErrorCode::NotLeaderOrFollower),
+    ] {
+        let (code, _) = listed_offset(c.send(7, &at_epoch(epoch)).await.expect("answered"));
+        assert_eq!(code, expected.code(), "current leader epoch {epoch}");
+    }
+    b2.server.shutdown().await;
+    b2.apis.driver().shutdown().await;
+}
+
 /// A request of `key` that is valid at every version, asking about `orders`-0.
 fn request_at(key: ApiKey, version: i16) -> Option<RequestBody> {
     Some(match key {

@@ -16,6 +16,9 @@ use kafka_controller::zk_data::{
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A generous bound on every wait of these tests.
+const WAIT: Duration = Duration::from_secs(20);
+
 fn v5_registration() -> BrokerRegistration {
     let mut r =
         BrokerRegistration::plaintext("broker1.local", 9092, Some("rack-a"), 1_700_000_000_000);
@@ -50,15 +53,98 @@ async fn kip_380_registration_is_ephemeral_with_endpoints_rack_and_epoch_czxid()
     );
     assert_eq!(read.rack.as_deref(), Some("rack-a"));
 
-    // Another broker process with the same id is refused.
+    // Another broker process with the same id is refused once the wait runs out.
     let other: Arc<dyn Coordination> = Arc::new(tree.connect());
     let taken = BrokerRegistrar::new(other, 1, v5_registration())
+        .with_holder_wait(Duration::from_millis(50))
         .start()
         .await;
     assert!(matches!(
         taken,
-        Err(KafkaZkError::BrokerIdTaken { id: 1, .. })
+        Err(KafkaZkError::BrokerIdStillTaken { id: 1, .. })
     ));
+    Ok(())
+}
+
+/// A broker restarted before its previous process's session expired: the registration is
+/// still held by the old session, so the new one waits (watching the node) instead of
+/// exiting, and registers — with a larger broker epoch — once the old session's node is gone.
+#[tokio::test]
+async fn kip_380_a_restart_waits_for_the_old_sessions_registration_to_vanish() -> TestResult {
+    let tree = MemoryTree::new();
+    let old_client = tree.connect();
+    let old_session = old_client.session_id();
+    let old: Arc<dyn Coordination> = Arc::new(old_client);
+    let old_zk = KafkaZkClient::new(old.clone());
+    old_zk.create_persistent_paths().await?;
+    let old_epoch = old_zk.register_broker(1, &v5_registration()).await?;
+    let new: Arc<dyn Coordination> = Arc::new(tree.connect());
+    let registrar = BrokerRegistrar::new(new.clone(), 1, v5_registration()).with_holder_wait(WAIT);
+    let started = tokio::time::Instant::now();
+    let registering = tokio::spawn(async move { registrar.start().await });
+    // The new process is waiting, not failing: the node still belongs to the old session.
+    let observer = tree.connect();
+    let (_, stat) = observer.get_data(&paths::broker(1), false).await?;
+    assert_eq!(stat.ephemeral_owner, old_session);
+    assert!(!registering.is_finished());
+    // The old session expires (its ephemeral vanishes) a while later.
+    let expire_after = Duration::from_millis(300);
+    tokio::time::sleep_until(started + expire_after).await;
+    assert!(
+        !registering.is_finished(),
+        "still waiting for the old session"
+    );
+    assert!(tree.expire(old_session));
+    let registered = tokio::time::timeout(WAIT, registering).await???;
+    let epoch = registered.broker_epoch().ok_or("not registered")?;
+    assert!(started.elapsed() >= expire_after);
+    assert!(
+        epoch > old_epoch,
+        "a new registration has a new broker epoch"
+    );
+    let (_, stat) = observer.get_data(&paths::broker(1), false).await?;
+    assert_eq!(
+        (stat.czxid, stat.ephemeral_owner),
+        (epoch, new.session_id())
+    );
+    Ok(())
+}
+
+/// The registration held by another session never vanishes within the wait (another live
+/// broker with this id): a clear error naming the id and the holder, not a hang.
+#[tokio::test]
+async fn kip_380_a_registration_held_past_the_wait_is_a_clear_error_not_a_hang() -> TestResult {
+    let tree = MemoryTree::new();
+    let holder_client = tree.connect();
+    let holder = holder_client.session_id();
+    // Kept alive to the end: the holder is a live broker.
+    let holder_zk = KafkaZkClient::new(Arc::new(holder_client));
+    holder_zk.create_persistent_paths().await?;
+    holder_zk.register_broker(4, &v5_registration()).await?;
+    let wait = Duration::from_millis(200);
+    let started = tokio::time::Instant::now();
+    let result = tokio::time::timeout(
+        WAIT,
+        BrokerRegistrar::new(Arc::new(tree.connect()), 4, v5_registration())
+            .with_holder_wait(wait)
+            .start(),
+    )
+    .await?;
+    let elapsed = started.elapsed();
+    let Err(error) = result else {
+        return Err("registered over a live session's node".into());
+    };
+    assert!(
+        matches!(error, KafkaZkError::BrokerIdStillTaken { id: 4, owner, waited_ms }
+            if owner == holder && waited_ms >= 200),
+        "{error:?}"
+    );
+    assert!(elapsed >= wait && elapsed < WAIT, "{elapsed:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("broker id 4") && message.contains(&format!("{holder:#x}")),
+        "{message}"
+    );
     Ok(())
 }
 

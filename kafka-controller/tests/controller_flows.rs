@@ -181,6 +181,100 @@ async fn kip_380_bounced_broker_is_failed_then_started() {
     assert!(ctx.is_broker_live(2));
 }
 
+/// KIP-380, Kafka's `processBrokerChange`: the old registration's deletion and the new one's
+/// creation reach the controller in one watch event (here: one transaction), so the children
+/// list still names broker 2, but under a new czxid. That is a bounce: `onBrokerFailure`
+/// (leadership moves, broker 2 leaves the ISR), then `onBrokerStartup` (UpdateMetadata, then
+/// LeaderAndIsr to the new incarnation, carrying its new broker epoch).
+#[tokio::test]
+async fn kip_380_bounced_broker_in_one_watch_event_runs_failure_then_startup() {
+    let mut c = Cluster::start(&[1, 2, 3]).await;
+    create(&c, "t", &[(0, &[2, 1, 3])]).await;
+    let before = c.state(&tp("t", 0)).await.unwrap();
+    assert_eq!((before.leader, before.isr.clone()), (2, vec![2, 1, 3]));
+    let old_epoch = c
+        .controller()
+        .await
+        .context()
+        .await
+        .unwrap()
+        .broker(2)
+        .unwrap()
+        .epoch;
+    // Broker 2's old process stops; its session is still alive.
+    let old = c.brokers.remove(&2).unwrap();
+    old.handle.shutdown();
+    c.channel.clear();
+    // Its new process replaces the registration in one transaction.
+    let new_session = c.tree.connect();
+    let path = paths::broker(2);
+    let data = kafka_controller::zk_data::BrokerRegistration::plaintext("localhost", 9002, None, 0)
+        .to_json()
+        .unwrap();
+    new_session
+        .multi(vec![
+            Op::delete(path.clone(), ANY_VERSION),
+            Op::create(path.clone(), data, CreateMode::Ephemeral),
+        ])
+        .await
+        .unwrap();
+    let new_epoch = new_session.get_data(&path, false).await.unwrap().1.czxid;
+    assert!(new_epoch > old_epoch);
+    assert_eq!(
+        c.admin
+            .children(paths::BROKER_IDS, false)
+            .await
+            .unwrap()
+            .len(),
+        3,
+        "the children list never lost broker 2"
+    );
+
+    // onBrokerFailure: the leadership moved to the next live ISR member, 2 left the ISR.
+    wait_for("failure handled", || async {
+        c.state(&tp("t", 0))
+            .await
+            .is_some_and(|s| s.leader == 1 && s.isr == vec![1, 3])
+    })
+    .await;
+    // onBrokerStartup: the new incarnation is live with its new epoch and hears UpdateMetadata
+    // first, then a LeaderAndIsr to follow broker 1 at the current leader epoch.
+    wait_for("startup handled", || async {
+        c.channel.sent_to(2).iter().any(is_lai)
+    })
+    .await;
+    let after = c.state(&tp("t", 0)).await.unwrap();
+    assert!(after.leader_epoch > before.leader_epoch);
+    let ctx = c.controller().await.context().await.unwrap();
+    assert!(ctx.is_broker_live(2));
+    assert_eq!(ctx.broker(2).unwrap().epoch, new_epoch);
+    let to2 = c.channel.sent_to(2);
+    let first_um = to2
+        .iter()
+        .position(is_um)
+        .expect("UpdateMetadata to broker 2");
+    let first_lai = to2
+        .iter()
+        .position(is_lai)
+        .expect("LeaderAndIsr to broker 2");
+    assert!(first_um < first_lai, "UpdateMetadata before LeaderAndIsr");
+    let RequestBody::LeaderAndIsr(lai) = &to2[first_lai].body else {
+        unreachable!("is_lai");
+    };
+    assert_eq!(
+        lai.broker_epoch, new_epoch,
+        "addressed to the new registration"
+    );
+    let state = lai
+        .topic_states
+        .iter()
+        .flat_map(|t| t.partition_states.iter())
+        .chain(lai.ungrouped_partition_states.iter())
+        .find(|p| p.partition_index == 0)
+        .expect("t-0 in the LeaderAndIsr");
+    assert_eq!((state.leader, state.leader_epoch), (1, after.leader_epoch));
+}
+
 #[tokio::test]
 async fn k6_1_to_k6_12_failover_loads_context_sends_update_metadata_first() {
     let mut c = Cluster::start(&[1, 2, 3]).await;

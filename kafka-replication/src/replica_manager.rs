@@ -808,7 +808,9 @@ impl<L: LogStorage> ReplicaManager<L> {
                 let Some(p) = partitions.get(tp) else {
                     return true;
                 };
-                if !p.is_leader() || p.check_leader_epoch(params.current_leader_epoch).is_err() {
+                if p.check_local_replica(params.current_leader_epoch, true)
+                    .is_err()
+                {
                     return true;
                 }
                 let end = if fetch.replica_id == CONSUMER_REPLICA_ID {

@@ -7,7 +7,8 @@
 //! - [`IsrChangePropagator`] and [`PendingIsrChanges`]: batched
 //!   `/isr_change_notification/isr_change_<seq>` nodes (Kafka's `ZkData`);
 //! - [`BrokerRegistrar`]: `/brokers/ids/<id>` with the broker epoch (KIP-380), registered again
-//!   after session expiry;
+//!   after session expiry; a registration still held by an older session (a restart before
+//!   that session expired) is waited for, up to the session timeout plus a margin;
 //! - [`ZkProducerIdManager`]: producer ids in blocks claimed from `/latest_producer_id_block`.
 //!
 //! ```
@@ -44,4 +45,6 @@ pub use propagation::{
     propagate_once, should_propagate, write_notification, IsrChangePropagator, IsrChangeQueue,
     IsrPropagationConfig, PendingIsrChanges,
 };
-pub use registration::{BrokerRegistrar, RegisteredBroker};
+pub use registration::{
+    holder_wait_for, BrokerRegistrar, RegisteredBroker, DEFAULT_HOLDER_WAIT, HOLDER_WAIT_MARGIN,
+};

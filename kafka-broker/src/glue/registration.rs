@@ -2,15 +2,36 @@
 //! JSON with endpoints and rack), the broker epoch it yields (its czxid, KIP-380), and a task
 //! that registers again after the session expired (the client reports `Expired`, then
 //! `Connected` with a new session), publishing the new, larger epoch.
+//!
+//! A broker restarted before its previous process's session expired finds `/brokers/ids/<id>`
+//! still held by that older session. It does not give up: it waits, watching the node, until
+//! the old session's registration is gone (the server expires it after the session timeout)
+//! and registers then; only when the node outlives the configured wait (the session timeout
+//! plus a margin — so most likely another live broker with the same id) is the registration
+//! refused, with [`KafkaZkError::BrokerIdStillTaken`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use ha_coordination::{Coordination, CoordinationEvent, SessionEvent};
-use kafka_controller::zk_data::{BrokerRegistration, KafkaZkClient, KafkaZkError};
+use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, WatchEventKind};
+use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, KafkaZkError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How long a registration waits by default for an older session's `/brokers/ids/<id>` to
+/// vanish: Kafka's default `zookeeper.session.timeout.ms` (18 s) plus
+/// [`HOLDER_WAIT_MARGIN`].
+pub const DEFAULT_HOLDER_WAIT: Duration = Duration::from_secs(18 + 5);
+
+/// What a registration waits beyond the session timeout for an older session's registration
+/// to vanish (the server notices the expiry on its next session tick, then deletes).
+pub const HOLDER_WAIT_MARGIN: Duration = Duration::from_secs(5);
+
+/// While waiting for an older session's registration to vanish, the node is read again this
+/// often besides the watch.
+const HOLDER_RECHECK: Duration = Duration::from_millis(500);
 
 /// Registers one broker and keeps it registered.
 #[derive(Debug, Clone)]
@@ -20,11 +41,13 @@ pub struct BrokerRegistrar {
     registration: BrokerRegistration,
     attempts: u32,
     backoff: Duration,
+    holder_wait: Duration,
 }
 
 impl BrokerRegistrar {
     /// A registrar of broker `id` with `registration` on `coord`. A failed re-registration is
-    /// tried 30 times, starting 100 ms apart and doubling up to 2 s.
+    /// tried 30 times, starting 100 ms apart and doubling up to 2 s; a registration held by
+    /// another session is waited for up to [`DEFAULT_HOLDER_WAIT`].
     pub fn new(coord: Arc<dyn Coordination>, id: i32, registration: BrokerRegistration) -> Self {
         BrokerRegistrar {
             zk: KafkaZkClient::new(coord),
@@ -32,7 +55,15 @@ impl BrokerRegistrar {
             registration,
             attempts: 30,
             backoff: Duration::from_millis(100),
+            holder_wait: DEFAULT_HOLDER_WAIT,
         }
+    }
+
+    /// Sets how long a registration found held by another session waits for that session's
+    /// node to vanish: the session timeout plus a margin ([`holder_wait_for`]).
+    pub fn with_holder_wait(mut self, wait: Duration) -> Self {
+        self.holder_wait = wait;
+        self
     }
 
     /// Sets how often and from which first pause a failed re-registration is tried again.
@@ -48,11 +79,70 @@ impl BrokerRegistrar {
     }
 
     /// KIP-380: creates Kafka's persistent paths if missing, then `/brokers/ids/<id>`; returns
-    /// the broker epoch (the znode's czxid). A registration held by another session is
-    /// [`KafkaZkError::BrokerIdTaken`].
+    /// the broker epoch (the znode's czxid). A registration held by another session (a
+    /// previous process of this broker whose session has not expired yet) is waited for,
+    /// watching the node, until it vanishes, then registered again; one still held after the
+    /// holder wait is [`KafkaZkError::BrokerIdStillTaken`].
     pub async fn register(&self) -> Result<i64, KafkaZkError> {
         self.zk.create_persistent_paths().await?;
-        self.zk.register_broker(self.id, &self.registration).await
+        let started = Instant::now();
+        let deadline = started + self.holder_wait;
+        let coord = self.zk.coordination();
+        let path = paths::broker(self.id);
+        let mut waiting_for = None;
+        loop {
+            // Subscribed before the attempt: a deletion right after it must not be missed.
+            let mut events = coord.events();
+            let owner = match self.zk.register_broker(self.id, &self.registration).await {
+                Err(KafkaZkError::BrokerIdTaken { owner, .. }) => owner,
+                done => {
+                    if let (Ok(epoch), Some(holder)) = (&done, waiting_for) {
+                        tracing::info!(
+                            broker = self.id,
+                            holder_session_id = %format_args!("{holder:#x}"),
+                            waited_ms = started.elapsed().as_millis() as u64,
+                            broker_epoch = *epoch,
+                            "the older session's registration is gone; broker registered"
+                        );
+                    }
+                    return done;
+                }
+            };
+            if waiting_for != Some(owner) {
+                tracing::warn!(
+                    broker = self.id,
+                    holder_session_id = %format_args!("{owner:#x}"),
+                    wait_ms = self.holder_wait.as_millis() as u64,
+                    "broker id registered by another session; waiting for that session to end"
+                );
+                waiting_for = Some(owner);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(KafkaZkError::BrokerIdStillTaken {
+                    id: self.id,
+                    owner,
+                    waited_ms: (now - started).as_millis() as u64,
+                });
+            }
+            if coord.exists(&path, true).await?.is_none() {
+                continue;
+            }
+            let recheck = deadline.min(now + HOLDER_RECHECK);
+            let deleted = async {
+                while let Some(event) = events.next().await {
+                    match event {
+                        CoordinationEvent::Watch(w)
+                            if w.path == path && w.kind == WatchEventKind::NodeDeleted =>
+                        {
+                            return;
+                        }
+                        _ => {}
+                    }
+                }
+            };
+            let _ = tokio::time::timeout_at(recheck, deleted).await;
+        }
     }
 
     async fn register_with_retries(&self) -> Result<i64, KafkaZkError> {
@@ -62,6 +152,8 @@ impl BrokerRegistrar {
             match self.register().await {
                 Ok(epoch) => return Ok(epoch),
                 Err(e) if attempt >= self.attempts => return Err(e),
+                // Held by another session for longer than a session can outlive its process.
+                Err(e @ KafkaZkError::BrokerIdStillTaken { .. }) => return Err(e),
                 Err(e) => {
                     tracing::warn!(broker = self.id, error = %e, attempt, "broker registration failed; retrying");
                     tokio::time::sleep(pause).await;
@@ -72,7 +164,8 @@ impl BrokerRegistrar {
         }
     }
 
-    /// Registers now (failing at once if that fails) and spawns the task that registers again
+    /// Registers now (waiting for an older session's registration to vanish, failing if that
+    /// fails) and spawns the task that registers again
     /// whenever the client reconnects, in particular with a new session after expiry.
     pub async fn start(self) -> Result<RegisteredBroker, KafkaZkError> {
         // Subscribe first: an expiry right after the registration must not be missed.
@@ -126,6 +219,12 @@ impl BrokerRegistrar {
         });
         Ok(RegisteredBroker { epoch: rx, task })
     }
+}
+
+/// How long to wait for an older session's registration to vanish when sessions time out
+/// after `session_timeout`: the timeout plus [`HOLDER_WAIT_MARGIN`].
+pub fn holder_wait_for(session_timeout: Duration) -> Duration {
+    session_timeout + HOLDER_WAIT_MARGIN
 }
 
 /// A registered broker: its current broker epoch, kept up to date across session expiries.

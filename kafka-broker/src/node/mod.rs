@@ -14,9 +14,15 @@
 //! 4. a campaigning [`Controller`] (K6) reaching the brokers through [`TcpBrokerChannel`]; it
 //!    resigns on expiry and campaigns again on the new session.
 //!
-//! [`BrokerNode::shutdown`] resigns the controller, removes the registration (so the
-//! controller moves leadership at once instead of waiting for the session to time out), and
-//! stops the server and the replication tasks.
+//! Before any of that, a node on a data directory locks it and checks its `meta.properties`
+//! against the broker id and the cluster id in `/cluster/id` ([`data_dir`]); a node listening
+//! on every interface must be told what address to advertise.
+//!
+//! [`BrokerNode::controlled_shutdown`] asks the controller to move this broker's leaderships
+//! away first (Kafka's `KafkaServer.controlledShutdown`); [`BrokerNode::shutdown`] then resigns
+//! the controller, stops the server and the replication tasks, and removes the registration
+//! (so the controller moves whatever is still led at once instead of waiting for the session
+//! to time out).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -36,6 +42,8 @@
 
 mod addresses;
 mod auto_create;
+mod controlled_shutdown;
+pub mod data_dir;
 mod log;
 
 use std::net::SocketAddr;
@@ -45,10 +53,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ha_coordination::Coordination;
 use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
-use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkError};
+use kafka_controller::zk_data::{
+    encode_topic_id, paths, BrokerRegistration, KafkaZkClient, KafkaZkError,
+};
 
 pub use addresses::{endpoint_of, StoreAddressBook};
 pub use auto_create::{AutoCreateConfig, AutoCreateTopics};
+pub use controlled_shutdown::{
+    ControlledShutdownConfig, ControlledShutdownOutcome, CONTROLLED_SHUTDOWN_VERSION,
+};
 pub use log::{partition_dir, LogPlacement, NodeLog};
 
 use crate::glue::{
@@ -79,6 +92,59 @@ pub enum NodeError {
     /// The registration failed (the id is taken by a live broker, the store is down, ...).
     #[error("registration: {0}")]
     Registration(#[from] KafkaZkError),
+    /// The cluster id could not be read from (or created in) `/cluster/id`.
+    #[error("cluster id: {0}")]
+    ClusterId(KafkaZkError),
+    /// The node listens on every interface and was given no host to advertise.
+    #[error(
+        "listening on {listen} (every interface) needs an advertised host \
+         (advertised.listeners): there is no single address to tell other brokers and clients"
+    )]
+    WildcardWithoutAdvertised {
+        /// The listen address.
+        listen: SocketAddr,
+    },
+    /// Another process (or node) holds the data directory's lock.
+    #[error("data directory {dir} is in use by another broker process (its .lock is held)")]
+    DataDirInUse {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The data directory's `meta.properties` cannot be read.
+    #[error("{path}: {reason}")]
+    MetaProperties {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The data directory belongs to another broker (Kafka's `InconsistentBrokerIdException`).
+    #[error(
+        "data directory {dir} belongs to broker.id {stored} (meta.properties), \
+         not to the configured broker.id {configured}"
+    )]
+    InconsistentBrokerId {
+        /// The directory.
+        dir: PathBuf,
+        /// The configured id.
+        configured: i32,
+        /// The id in `meta.properties`.
+        stored: i32,
+    },
+    /// The data directory belongs to another cluster (Kafka's
+    /// `InconsistentClusterIdException`).
+    #[error(
+        "data directory {dir} belongs to cluster {stored} (meta.properties), but the store's \
+         /cluster/id is {cluster}: the broker is trying to join the wrong cluster"
+    )]
+    InconsistentClusterId {
+        /// The directory.
+        dir: PathBuf,
+        /// The store's cluster id.
+        cluster: String,
+        /// The id in `meta.properties`.
+        stored: String,
+    },
 }
 
 /// Settings of a [`BrokerNode`].
@@ -88,8 +154,10 @@ pub struct NodeConfig {
     /// The data plane: id, listen address, partition and fetcher settings.
     pub broker: BrokerConfig,
     /// The host other brokers and clients are told to connect to; `None`: the listen
-    /// address's IP (`127.0.0.1` when listening on every interface).
+    /// address's IP, which must then not be a wildcard (`0.0.0.0`, `::`).
     pub advertised_host: Option<String>,
+    /// The port advertised; `None`: the bound port.
+    pub advertised_port: Option<u16>,
     /// The broker's rack (`broker.rack`).
     pub rack: Option<String>,
     /// Where the logs live.
@@ -104,6 +172,12 @@ pub struct NodeConfig {
     pub address_refresh: Duration,
     /// Topic auto-creation on Metadata (`auto.create.topics.enable`); `None`: off.
     pub auto_create_topics: Option<AutoCreateConfig>,
+    /// How long the registration waits for an older session's `/brokers/ids/<id>` to vanish
+    /// (a restart before the previous process's session expired): the session timeout plus
+    /// a margin ([`holder_wait_for`](crate::glue::holder_wait_for)).
+    pub registration_wait: Duration,
+    /// `controlled.shutdown.*`.
+    pub controlled_shutdown: ControlledShutdownConfig,
 }
 
 impl NodeConfig {
@@ -178,6 +252,7 @@ impl NodeConfig {
         NodeConfig {
             broker: BrokerConfig::new(id, listen),
             advertised_host: None,
+            advertised_port: None,
             rack: None,
             logs: LogPlacement::Files(PathBuf::from("data")),
             controller: ControllerConfig::new(id),
@@ -185,15 +260,34 @@ impl NodeConfig {
             channel_timeout: Duration::from_secs(5),
             address_refresh: Duration::from_secs(2),
             auto_create_topics: Some(AutoCreateConfig::default()),
+            registration_wait: crate::glue::DEFAULT_HOLDER_WAIT,
+            controlled_shutdown: ControlledShutdownConfig::default(),
         }
     }
 
-    /// The host written into the registration.
-    fn advertised_host(&self) -> String {
+    /// The host written into the registration; a wildcard listen address without an
+    /// advertised host is refused.
+    fn advertised_host(&self) -> Result<String, NodeError> {
         match &self.advertised_host {
-            Some(h) => h.clone(),
-            None if self.broker.listen.ip().is_unspecified() => "127.0.0.1".to_owned(),
-            None => self.broker.listen.ip().to_string(),
+            Some(h) => Ok(h.clone()),
+            None if self.broker.listen.ip().is_unspecified() => {
+                Err(NodeError::WildcardWithoutAdvertised {
+                    listen: self.broker.listen,
+                })
+            }
+            None => Ok(self.broker.listen.ip().to_string()),
+        }
+    }
+}
+
+/// A fresh cluster id as Kafka's `CoreUtils.generateUuidAsBase64` makes one: a random UUID in
+/// URL-safe base64 (22 characters).
+fn random_cluster_id() -> String {
+    loop {
+        let id = kafka_wire::Uuid::from_u128(rand::random::<u128>());
+        let text = encode_topic_id(id);
+        if id.as_u128() > 1 && !text.starts_with('-') {
+            return text;
         }
     }
 }
@@ -211,6 +305,9 @@ pub struct BrokerNode {
     propagator: IsrChangePropagator,
     addresses: StoreAddressBook,
     session: Arc<dyn Coordination>,
+    controlled_shutdown: ControlledShutdownConfig,
+    cluster_id: String,
+    _data_dir: Option<data_dir::DataDirLock>,
 }
 
 impl std::fmt::Debug for BrokerNode {
@@ -252,20 +349,29 @@ async fn start_data_plane(
 }
 
 impl BrokerNode {
-    /// Starts the node on `session` (this broker's own client of the store): the server
-    /// first, then the registration with the bound port, then the controller campaign.
+    /// Starts the node on `session` (this broker's own client of the store): the cluster id
+    /// (`/cluster/id`, created if missing) and the data directory's lock and
+    /// `meta.properties` first, then the server, then the registration with the bound port
+    /// (waiting for an older session's registration to vanish), then the controller campaign.
     pub async fn start(
-        config: NodeConfig,
+        mut config: NodeConfig,
         session: Arc<dyn Coordination>,
     ) -> Result<BrokerNode, NodeError> {
         let id = config.broker.id;
-        if let LogPlacement::Files(dir) = &config.logs {
-            std::fs::create_dir_all(dir).map_err(|error| NodeError::DataDir {
-                dir: dir.clone(),
-                error,
-            })?;
-        }
-        let host = config.advertised_host();
+        let host = config.advertised_host()?;
+        let cluster_id = KafkaZkClient::new(session.clone())
+            .get_or_create_cluster_id(&random_cluster_id())
+            .await
+            .map_err(NodeError::ClusterId)?;
+        let data_dir = match &config.logs {
+            LogPlacement::Files(dir) => {
+                let lock = data_dir::lock(dir)?;
+                data_dir::check_meta_properties(&lock, id, &cluster_id)?;
+                Some(lock)
+            }
+            LogPlacement::Memory => None,
+        };
+        config.broker.cluster_id = cluster_id.clone();
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());
         let isr_writer = ZkIsrWriter::new(session.clone(), changes.clone());
         let addresses = StoreAddressBook::spawn(session.clone(), LISTENER, config.address_refresh);
@@ -274,9 +380,14 @@ impl BrokerNode {
         let addr = server.local_addr();
         // Producer ids in blocks from /latest_producer_id_block, unique across restarts.
         apis.use_producer_ids(Arc::new(ZkProducerIdManager::new(session.clone(), id)));
-        let registration =
-            BrokerRegistration::plaintext(&host, addr.port(), config.rack.as_deref(), now_ms());
+        let registration = BrokerRegistration::plaintext(
+            &host,
+            config.advertised_port.unwrap_or(addr.port()),
+            config.rack.as_deref(),
+            now_ms(),
+        );
         let registered = match BrokerRegistrar::new(session.clone(), id, registration)
+            .with_holder_wait(config.registration_wait)
             .start()
             .await
         {
@@ -296,7 +407,7 @@ impl BrokerNode {
         controller_config.broker_id = id;
         let controller = Controller::start(controller_config, session.clone(), channel);
         apis.serve_controller(controller.clone());
-        tracing::info!(broker = id, %addr, broker_epoch = registered.broker_epoch(), "broker node started");
+        tracing::info!(broker = id, %addr, broker_epoch = registered.broker_epoch(), cluster_id = %cluster_id, "broker node started");
         Ok(BrokerNode {
             id,
             apis,
@@ -306,7 +417,15 @@ impl BrokerNode {
             propagator,
             addresses,
             session,
+            controlled_shutdown: config.controlled_shutdown,
+            cluster_id,
+            _data_dir: data_dir,
         })
+    }
+
+    /// The cluster id (`/cluster/id`).
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
     }
 
     /// The broker id.
@@ -344,9 +463,10 @@ impl BrokerNode {
         &self.session
     }
 
-    /// Stops the node: the controller resigns (waiting up to 5 s), the registration is
-    /// removed if this session still owns it, then the ISR propagation, the server and the
-    /// replication tasks stop.
+    /// Stops the node (after a [`controlled_shutdown`](Self::controlled_shutdown), it leads
+    /// nothing by now): the controller resigns (waiting up to 5 s), the server and the
+    /// replication tasks stop, then the registration is removed if this session still owns
+    /// it, the ISR propagation stops and the data directory is unlocked.
     pub async fn shutdown(self) {
         let BrokerNode {
             id,
@@ -357,6 +477,9 @@ impl BrokerNode {
             propagator,
             addresses,
             session,
+            controlled_shutdown: _,
+            cluster_id: _,
+            _data_dir: data_dir,
         } = self;
         controller.shutdown();
         let mut resigned = false;
@@ -370,6 +493,8 @@ impl BrokerNode {
         if !resigned {
             tracing::warn!(broker = id, "controller did not resign in time");
         }
+        server.shutdown().await;
+        apis.driver().shutdown().await;
         drop(registered);
         let path = paths::broker(id);
         if let Ok((_, stat)) = session.get_data(&path, false).await {
@@ -380,9 +505,8 @@ impl BrokerNode {
             }
         }
         propagator.stop();
-        server.shutdown().await;
-        apis.driver().shutdown().await;
         drop(addresses);
+        drop(data_dir);
         tracing::info!(broker = id, "broker node stopped");
     }
 }

@@ -85,6 +85,14 @@ impl BrokerProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Sends signal `name` (`STOP`, `CONT`, …); true if it was delivered.
+    pub fn signal(&self, name: &str) -> bool {
+        Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// Sends SIGTERM and waits up to `timeout` for the exit; true if it exited successfully.
     pub fn terminate(&mut self, timeout: Duration) -> bool {
         let sent = Command::new("kill")

@@ -152,11 +152,14 @@ impl Controller {
                 }
                 Err(e) => return Err(e.into()),
             }
-            if let Ok(Some(c)) = config {
-                if let Some(unclean) = c.unclean_leader_election() {
-                    ctx.set_unclean_leader_election(t.clone(), unclean);
-                }
-            }
+            let topic_setting = match config {
+                Ok(Some(c)) => c.unclean_leader_election(),
+                _ => None,
+            };
+            ctx.set_unclean_leader_election(
+                t.clone(),
+                topic_setting.unwrap_or(self.config.unclean_leader_election_enable),
+            );
         }
         // KIP-516: topic ids from the topic znodes (created where missing).
         let ids =

@@ -108,6 +108,9 @@ pub struct ControllerConfig {
     pub delete_topic_enable: bool,
     /// Run the preferred-leader rebalance task (`auto.leader.rebalance.enable`, default true).
     pub auto_leader_rebalance_enable: bool,
+    /// The broker default of `unclean.leader.election.enable` (false), for topics whose
+    /// `/config/topics/<t>` does not set it.
+    pub unclean_leader_election_enable: bool,
     /// Allowed share of non-preferred leaders per broker, percent
     /// (`leader.imbalance.per.broker.percentage`, default 10).
     pub leader_imbalance_per_broker_percentage: u32,
@@ -131,6 +134,7 @@ impl ControllerConfig {
             broker_id,
             delete_topic_enable: true,
             auto_leader_rebalance_enable: true,
+            unclean_leader_election_enable: false,
             leader_imbalance_per_broker_percentage: crate::rebalance::DEFAULT_IMBALANCE_PERCENTAGE,
             leader_imbalance_check_interval: Duration::from_secs(
                 crate::rebalance::DEFAULT_CHECK_INTERVAL_SECS,

@@ -40,6 +40,7 @@ impl Controller {
         }
         // The data watch reports partitions added later.
         let reads = join_all(new.iter().map(|t| self.zk.topic_assignment(t, true))).await;
+        let unclean_default = self.config.unclean_leader_election_enable;
         let a = self.active()?;
         let mut partitions: Vec<TopicPartition> = Vec::new();
         let mut znodes = Vec::new();
@@ -49,6 +50,9 @@ impl Controller {
                     let parts = assignment_from_znode(&assignment);
                     tracing::info!(topic = %t, partitions = parts.len(), "new topic");
                     a.ctx.set_topic_assignment((*t).clone(), parts);
+                    // The broker default until the topic's own config says otherwise.
+                    a.ctx
+                        .set_unclean_leader_election((*t).clone(), unclean_default);
                     partitions.extend(a.ctx.partitions_for_topic(t));
                     znodes.push(((*t).clone(), assignment, version));
                 }

@@ -42,6 +42,21 @@ pub enum KafkaZkError {
         /// The session owning the registration.
         owner: i64,
     },
+    /// `/brokers/ids/<id>` stayed held by another session for as long as the registering
+    /// broker was willing to wait for that session to expire (a live broker with the same id,
+    /// or a session timeout longer than the wait).
+    #[error(
+        "broker id {id} is still registered by session {owner:#x} after waiting {waited_ms} ms \
+         for that session to end; is another broker running with this id?"
+    )]
+    BrokerIdStillTaken {
+        /// The broker id.
+        id: i32,
+        /// The session owning the registration.
+        owner: i64,
+        /// How long the registration waited.
+        waited_ms: u64,
+    },
 }
 
 fn data_err(path: &str) -> impl FnOnce(ZkDataError) -> KafkaZkError + '_ {
@@ -110,6 +125,45 @@ impl KafkaZkClient {
             }
         }
         Ok(())
+    }
+
+    /// Kafka's `KafkaZkClient.createOrGetClusterId`: the cluster id in `/cluster/id`, which is
+    /// created with `proposed` (in Kafka's `{"version":"1","id":…}` form, `/cluster` made
+    /// first if missing) when absent; a creation lost to another broker reads the winner's.
+    pub async fn get_or_create_cluster_id(&self, proposed: &str) -> Result<String, KafkaZkError> {
+        let read = |data: Vec<u8>| {
+            super::ClusterId::from_json(&data)
+                .map(|c| c.id)
+                .map_err(data_err(paths::CLUSTER_ID))
+        };
+        match self.coord.get_data(paths::CLUSTER_ID, false).await {
+            Ok((data, _)) => return read(data),
+            Err(e) if e.is_no_node() => {}
+            Err(e) => return Err(e.into()),
+        }
+        match self
+            .coord
+            .create(paths::CLUSTER, b"", CreateMode::Persistent)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.is_node_exists() => {}
+            Err(e) => return Err(e.into()),
+        }
+        let data = super::ClusterId::new(proposed)
+            .to_json()
+            .map_err(data_err(paths::CLUSTER_ID))?;
+        match self
+            .coord
+            .create(paths::CLUSTER_ID, &data, CreateMode::Persistent)
+            .await
+        {
+            Ok(_) => Ok(proposed.to_owned()),
+            Err(e) if e.is_node_exists() => {
+                read(self.coord.get_data(paths::CLUSTER_ID, false).await?.0)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The controller epoch and its znode version, if `/controller_epoch` exists.

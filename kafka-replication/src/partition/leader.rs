@@ -163,17 +163,14 @@ impl<L: LogStorage> Partition<L> {
         ))
     }
 
-    /// OffsetForLeaderEpoch on the leader (KIP-279, KIP-320 fenced): the largest epoch ≤
-    /// `requested_epoch` and its end offset.
+    /// OffsetForLeaderEpoch on the leader (KIP-279, KIP-320 fenced, the epoch checked before
+    /// the leadership): the largest epoch ≤ `requested_epoch` and its end offset.
     pub fn last_offset_for_leader_epoch(
         &self,
         current_leader_epoch: Option<i32>,
         requested_epoch: i32,
     ) -> Result<EpochEndOffset, PartitionError> {
-        if !self.is_leader() {
-            return Err(PartitionError::NotLeaderOrFollower);
-        }
-        self.check_leader_epoch(current_leader_epoch)?;
+        self.check_local_replica(current_leader_epoch, true)?;
         Ok(self
             .log
             .epoch_cache()
@@ -219,10 +216,7 @@ impl<L: LogStorage> Partition<L> {
     /// K8.1 alone: reads for a fetch without recording anything (a delayed fetch re-reads
     /// this way when it completes).
     pub fn read_records(&self, params: &FetchParams) -> Result<FetchRead, PartitionError> {
-        if !self.is_leader() {
-            return Err(PartitionError::NotLeaderOrFollower);
-        }
-        self.check_leader_epoch(params.current_leader_epoch)?;
+        self.check_local_replica(params.current_leader_epoch, true)?;
         let from_follower = params.replica_id != CONSUMER_REPLICA_ID;
         if from_follower && !self.remotes.contains_key(&params.replica_id) {
             return Err(PartitionError::NotLeaderOrFollower);

@@ -435,6 +435,24 @@ impl<L: LogStorage> Partition<L> {
         Ok(())
     }
 
+    /// KIP-320, in the order of Kafka's `Partition.getLocalLog`: the request's
+    /// `CurrentLeaderEpoch` is checked against this replica's epoch first (older:
+    /// FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), and only an equal (or absent) epoch
+    /// goes on to the leadership check (NOT_LEADER_OR_FOLLOWER when `require_leader` and this
+    /// replica follows). A follower asked at an epoch it has not seen yet thus tells the client
+    /// its metadata is ahead, not that it asked the wrong broker.
+    pub fn check_local_replica(
+        &self,
+        current_leader_epoch: Option<i32>,
+        require_leader: bool,
+    ) -> Result<(), PartitionError> {
+        self.check_leader_epoch(current_leader_epoch)?;
+        if require_leader && !self.is_leader() {
+            return Err(PartitionError::NotLeaderOrFollower);
+        }
+        Ok(())
+    }
+
     /// KIP-320: checks a request's `CurrentLeaderEpoch` against ours (`None` or -1: no check).
     pub fn check_leader_epoch(
         &self,
