@@ -22,6 +22,7 @@ use ha_coordination::{Coordination, MemoryTree, ZooKeeperCoordination, ZooKeeper
 use kafka_broker::node::{AutoCreateConfig, BrokerNode, LogPlacement, NodeConfig};
 use kafka_controller::admin;
 use kafka_controller::assignment::AssignmentStart;
+use kafka_replication::log::{FileLogConfig, RetentionPolicy};
 
 /// One ha-blocks broker: registration, controller campaign, replication and the Kafka
 /// protocol on one listener.
@@ -74,6 +75,19 @@ struct Args {
     /// `auto.leader.rebalance.enable`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     auto_leader_rebalance: bool,
+    /// `log.segment.bytes`: a partition's log rolls to a new segment past this size.
+    #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(1_024..=(u32::MAX as u64)))]
+    log_segment_bytes: u64,
+    /// `log.retention.ms`: segments whose newest record is older go (-1: keep for ever).
+    #[arg(long, default_value_t = 7 * 24 * 3_600_000, allow_negative_numbers = true)]
+    log_retention_ms: i64,
+    /// `log.retention.bytes`: oldest segments go while a log stays above this size (-1: no
+    /// limit).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: how often retention runs.
+    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(1..))]
+    log_retention_check_interval_ms: u64,
 }
 
 fn parse_topic(spec: &str) -> Result<(String, i32), String> {
@@ -123,6 +137,12 @@ async fn run(args: Args) -> Result<(), String> {
     config.broker.partition.replica_lag_time_max_ms = args.replica_lag_time_max_ms;
     config.broker.partition.min_insync_replicas = args.min_insync_replicas;
     config.controller.auto_leader_rebalance_enable = args.auto_leader_rebalance;
+    config.broker = config.broker.with_retention(
+        RetentionPolicy::keep_all()
+            .with_retention_ms(args.log_retention_ms)
+            .with_retention_bytes(args.log_retention_bytes),
+        args.log_retention_check_interval_ms,
+    );
     config.auto_create_topics = args.auto_create_topics.then_some(AutoCreateConfig {
         partitions: args.num_partitions,
         replication_factor: args.default_replication_factor,
@@ -130,7 +150,13 @@ async fn run(args: Args) -> Result<(), String> {
     let (session, admin_session): (Arc<dyn Coordination>, Option<Arc<dyn Coordination>>) =
         match &args.zookeeper {
             Some(connect) => {
-                config.logs = LogPlacement::Files(args.data_dir.clone());
+                config.logs = LogPlacement::FilesWith(
+                    args.data_dir.clone(),
+                    FileLogConfig {
+                        segment_bytes: args.log_segment_bytes,
+                        ..FileLogConfig::default()
+                    },
+                );
                 let options = ZooKeeperOptions {
                     session_timeout: Duration::from_millis(args.zookeeper_session_timeout_ms),
                     ..ZooKeeperOptions::default()

@@ -192,9 +192,9 @@ impl BrokerNode {
         session: Arc<dyn Coordination>,
     ) -> Result<BrokerNode, NodeError> {
         let id = config.broker.id;
-        if let LogPlacement::Files(dir) = &config.logs {
+        if let Some(dir) = config.logs.dir() {
             std::fs::create_dir_all(dir).map_err(|error| NodeError::DataDir {
-                dir: dir.clone(),
+                dir: dir.to_path_buf(),
                 error,
             })?;
         }
