@@ -49,7 +49,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::broker_channel::{BrokerChannel, ChannelConfig, ChannelManager, DeliveredResponse};
-use crate::context::{BrokerId, ControllerContext, TopicPartition};
+use crate::context::{BrokerId, ControllerContext, ControllerStats, TopicPartition};
 use crate::request_batch::ControllerBrokerRequestBatch;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
 use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind};
@@ -198,6 +198,14 @@ impl ControllerHandle {
     pub async fn context(&self) -> Option<ControllerContext> {
         let (tx, rx) = oneshot::channel();
         self.queue.put(ControllerEvent::Inspect(tx));
+        rx.await.ok().flatten()
+    }
+
+    /// The active controller's metrics snapshot, once every event queued before has been
+    /// handled; `None` if not active.
+    pub async fn stats(&self) -> Option<ControllerStats> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.put(ControllerEvent::Stats(tx));
         rx.await.ok().flatten()
     }
 
@@ -404,6 +412,10 @@ impl Controller {
             }
             E::Inspect(reply) => {
                 let _ = reply.send(self.active.as_ref().map(|a| a.ctx.clone()));
+                Ok(())
+            }
+            E::Stats(reply) => {
+                let _ = reply.send(self.active.as_ref().map(|a| a.ctx.stats()));
                 Ok(())
             }
             E::ControlledShutdown {
