@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_replication::isr::{IsrWriter, MemoryIsrWriter};
-use kafka_replication::log::LogStorage;
+use kafka_replication::log::{LogStorage, RetentionPolicy};
 use kafka_replication::partition::PartitionConfig;
 use kafka_replication::replica_fetcher::FetcherConfig;
 use kafka_replication::replica_manager::{LogFactory, ReplicaManager};
@@ -54,6 +54,10 @@ pub struct BrokerConfig {
     /// The network layer: `num.network.threads`, `num.io.threads`, queue and frame limits
     /// (its `broker` is overwritten with `id`).
     pub server: ServerConfig,
+    /// `log.retention.ms`, `log.retention.bytes` (default: keep everything).
+    pub retention: RetentionPolicy,
+    /// `log.retention.check.interval.ms` (Kafka's default 300 000).
+    pub retention_check_interval_ms: u64,
 }
 
 impl BrokerConfig {
@@ -111,7 +115,16 @@ impl BrokerConfig {
             fetcher: FetcherConfig::default(),
             leader_link_timeout: Duration::from_secs(30),
             server: ServerConfig::default(),
+            retention: RetentionPolicy::keep_all(),
+            retention_check_interval_ms: 300_000,
         }
+    }
+
+    /// With this retention policy, checked every `check_interval_ms`.
+    pub fn with_retention(mut self, policy: RetentionPolicy, check_interval_ms: u64) -> Self {
+        self.retention = policy;
+        self.retention_check_interval_ms = check_interval_ms;
+        self
     }
 }
 
@@ -149,7 +162,8 @@ where
         handler: impl FnOnce(Arc<KafkaApis<L, TcpLeaderLink, W>>) -> Arc<H>,
     ) -> Result<Self, ServerError> {
         let id = config.id;
-        let manager = ReplicaManager::new(id, config.partition, 0, new_log);
+        let mut manager = ReplicaManager::new(id, config.partition, 0, new_log);
+        manager.set_retention(config.retention, config.retention_check_interval_ms);
         let timeout = config.leader_link_timeout;
         let links: LinkFactory<TcpLeaderLink> =
             Box::new(move |leader| TcpLeaderLink::new(id, leader, addresses.clone(), timeout));

@@ -27,10 +27,9 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(3);
 const WAIT: Duration = Duration::from_secs(60);
 
 fn options() -> ZooKeeperOptions {
-    ZooKeeperOptions {
-        session_timeout: SESSION_TIMEOUT,
-        connection_timeout: Duration::from_secs(10),
-    }
+    ZooKeeperOptions::new()
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_connection_timeout(Duration::from_secs(10))
 }
 
 fn config(id: i32) -> NodeConfig {

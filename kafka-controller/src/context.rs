@@ -348,6 +348,77 @@ pub struct ControllerContext {
     /// Kafka's `replicasOnOfflineDirs`: per broker, the partitions whose replica it reported
     /// on a failed log directory (`KAFKA_STORAGE_ERROR` in a LeaderAndIsr response).
     replicas_on_offline_dirs: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
+    leader_elections: u64,
+    unclean_leader_elections: u64,
+}
+
+/// A snapshot of what a controller's metrics report (Kafka's `KafkaController` and
+/// `ControllerStats` gauges and meters), taken from its context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ControllerStats {
+    /// The controller epoch.
+    pub controller_epoch: i32,
+    /// Partitions of every topic (`GlobalPartitionCount`).
+    pub global_partition_count: usize,
+    /// Topics (`GlobalTopicCount`).
+    pub global_topic_count: usize,
+    /// Partitions without a live leader (`OfflinePartitionsCount`).
+    pub offline_partitions: usize,
+    /// Partitions not led by their preferred replica (`PreferredReplicaImbalanceCount`).
+    pub preferred_replica_imbalance: usize,
+    /// Live brokers (`ActiveBrokerCount`).
+    pub live_brokers: usize,
+    /// Topics queued for deletion (`TopicsToDeleteCount`).
+    pub topics_to_delete: usize,
+    /// Partitions being reassigned (`ReassigningPartitions`).
+    pub reassigning_partitions: usize,
+    /// Leader elections written since this controller took over
+    /// (`LeaderElectionRateAndTimeMs`' count).
+    pub leader_elections: u64,
+    /// Of those, unclean ones (`UncleanLeaderElectionsPerSec`' count).
+    pub unclean_leader_elections: u64,
+}
+
+impl ControllerContext {
+    /// Counts a written leader election (the `LeaderElectionRateAndTimeMs` and
+    /// `UncleanLeaderElectionsPerSec` meters).
+    pub fn record_leader_election(&mut self, unclean: bool) {
+        self.leader_elections += 1;
+        if unclean {
+            self.unclean_leader_elections += 1;
+        }
+    }
+
+    /// The metrics snapshot: counts over every partition (linear in the partitions; meant to
+    /// be taken every few seconds, not per event).
+    pub fn stats(&self) -> ControllerStats {
+        let mut offline = 0;
+        let mut imbalance = 0;
+        for (tp, lead) in &self.leadership {
+            if lead.leader < 0 || !self.live.contains(&lead.leader) {
+                offline += 1;
+            }
+            let preferred = self
+                .partition_assignment(tp)
+                .and_then(|a| a.replicas.first().copied());
+            if preferred.is_some_and(|p| p != lead.leader) {
+                imbalance += 1;
+            }
+        }
+        ControllerStats {
+            controller_epoch: self.epoch,
+            global_partition_count: self.assignments.values().map(BTreeMap::len).sum(),
+            global_topic_count: self.assignments.len(),
+            offline_partitions: offline,
+            preferred_replica_imbalance: imbalance,
+            live_brokers: self.live.len(),
+            topics_to_delete: self.topics_to_delete.len(),
+            reassigning_partitions: self.partitions_being_reassigned.len(),
+            leader_elections: self.leader_elections,
+            unclean_leader_elections: self.unclean_leader_elections,
+        }
+    }
 }
 
 impl ControllerContext {

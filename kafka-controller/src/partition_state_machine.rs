@@ -353,6 +353,7 @@ pub fn complete_election(
                 "partition leader elected");
             ctx.put_leadership(tp.clone(), lead.clone());
             ctx.put_partition_state(tp.clone(), PartitionState::Online);
+            ctx.record_leader_election(planned.unclean);
             batch.add_leader_and_isr(ctx, &planned.recipients, tp, false);
             ElectionStep::Elected(lead)
         }

@@ -287,6 +287,22 @@ where
                         }
                     });
                     self.push_task(task);
+                    // Retention (Kafka's log cleanup task), on the wall clock: it compares
+                    // record timestamps.
+                    let driver = self.clone();
+                    let period = core.manager.retention_check_interval_ms();
+                    let task = tokio::spawn(async move {
+                        let mut every = tokio::time::interval(Duration::from_millis(period));
+                        every.tick().await;
+                        loop {
+                            every.tick().await;
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_millis() as i64);
+                            driver.with_manager(|m, _| m.apply_retention(now));
+                        }
+                    });
+                    self.push_task(task);
                 }
             }
         }

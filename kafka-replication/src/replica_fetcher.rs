@@ -422,6 +422,8 @@ impl ReplicaFetcher {
                 } else {
                     let records = d.records.clone().unwrap_or_default();
                     p.append_as_follower(records, d.high_watermark).is_ok()
+                        && p.update_follower_log_start_offset(d.log_start_offset)
+                            .is_ok()
                 };
                 if !ok {
                     self.back_off(&tp, now_ms);

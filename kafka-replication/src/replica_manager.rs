@@ -204,6 +204,8 @@ pub struct ReplicaManager<L> {
     next_isr_check_ms: u64,
     now_ms: u64,
     actions: VecDeque<ReplicaAction>,
+    retention: crate::log::RetentionPolicy,
+    retention_check_interval_ms: u64,
     /// Test-only: ignore the controller epoch (K4.1) and the leader epoch (K4.2). Always
     /// false unless set through `set_ignore_epochs` (`never-in-production` builds).
     ignore_epochs: bool,
@@ -250,8 +252,57 @@ impl<L: LogStorage> ReplicaManager<L> {
             next_isr_check_ms: now_ms + config.isr_check_interval_ms(),
             now_ms,
             actions: VecDeque::new(),
+            retention: crate::log::RetentionPolicy::keep_all(),
+            retention_check_interval_ms: 300_000,
             ignore_epochs: false,
         }
+    }
+
+    /// Sets the retention policy of every partition's log (`log.retention.ms`,
+    /// `log.retention.bytes`) and how often the driver runs it
+    /// (`log.retention.check.interval.ms`, Kafka's default 300 000). The default keeps
+    /// everything.
+    pub fn set_retention(&mut self, policy: crate::log::RetentionPolicy, check_interval_ms: u64) {
+        self.retention = policy;
+        self.retention_check_interval_ms = check_interval_ms.max(1);
+    }
+
+    /// `log.retention.check.interval.ms`.
+    pub fn retention_check_interval_ms(&self) -> u64 {
+        self.retention_check_interval_ms
+    }
+
+    /// Runs retention on every partition's log at wall-clock time `now_ms` (Kafka's
+    /// `LogManager.cleanupLogs`, run every `log.retention.check.interval.ms`): whole segments
+    /// older or beyond the size limit go, never one at or above the partition's high watermark.
+    /// Returns the segments deleted; a log that fails is reported and skipped.
+    pub fn apply_retention(&mut self, now_ms: i64) -> usize {
+        let policy = self.retention;
+        let mut deleted = 0;
+        for (tp, p) in self.partitions.iter_mut() {
+            match p.apply_retention(now_ms, &policy) {
+                Ok(o) => {
+                    if o.segments_deleted > 0 {
+                        tracing::info!(
+                            topic = %tp.topic,
+                            partition = tp.partition,
+                            segments = o.segments_deleted,
+                            bytes = o.bytes_deleted,
+                            log_start_offset = o.log_start_offset,
+                            "retention deleted segments"
+                        );
+                    }
+                    deleted += o.segments_deleted;
+                }
+                Err(error) => tracing::warn!(
+                    topic = %tp.topic,
+                    partition = tp.partition,
+                    %error,
+                    "retention failed"
+                ),
+            }
+        }
+        deleted
     }
 
     /// Test-only broken variant (`never-in-production` builds): apply every LeaderAndIsr

@@ -837,3 +837,63 @@ mod idempotence {
         assert_eq!(leo(&m), Some(1));
     }
 }
+
+#[test]
+fn retention_moves_the_log_start_offset_which_fetch_and_followers_then_follow() {
+    let mut m = leader_with_data();
+    for _ in 0..3 {
+        assert!(m.append_records(&tp(0), batch(3), 1).is_ok());
+    }
+    // Follower 2 has everything: the HW reaches the log end.
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 12, 1)])));
+    assert_eq!(first(&r).high_watermark, 12);
+    m.set_retention(
+        crate::log::RetentionPolicy::keep_all().with_retention_bytes(0),
+        1_000,
+    );
+    assert_eq!(m.retention_check_interval_ms(), 1_000);
+    // Each batch of a MemoryLog stands for a segment; all but the newest go.
+    assert_eq!(m.apply_retention(0), 3);
+    assert_eq!(m.partition(&tp(0)).map(|p| p.log_start_offset()), Some(9));
+    // A consumer below the log start is out of range; the answer carries the new start.
+    let r = respond(m.fetch(0, &fetch_request(-1, 0, 0, &[(0, 0, 1)])));
+    assert_eq!(first(&r).error_code, ErrorCode::OffsetOutOfRange.code());
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 12, 1)])));
+    assert_eq!(
+        first(&r).log_start_offset,
+        9,
+        "followers learn the start from Fetch"
+    );
+}
+
+#[test]
+fn a_follower_moves_its_log_start_offset_to_the_leaders_within_its_high_watermark() {
+    let mut m = manager(2);
+    m.become_leader_or_follower(0, &lair(1, &[(0, 1, 1)]), 4);
+    actions(&mut m);
+    let Some(p) = m.partition_mut(&tp(0)) else {
+        panic!("partition 0 is assigned to broker 2");
+    };
+    for base in [0, 3, 6, 9] {
+        let mut b = kafka_wire::records::RecordBatchBuilder::new(base);
+        for i in 0..3 {
+            assert!(b.append(i, None, Some(b"v"), &[]).is_ok());
+        }
+        let Ok(records) = b.build() else {
+            panic!("the batch builds");
+        };
+        assert!(p.append_as_follower(records, 6).is_ok());
+    }
+    assert_eq!(p.high_watermark(), 6);
+    assert_eq!(p.update_follower_log_start_offset(9).ok(), Some(true));
+    assert_eq!(
+        p.log_start_offset(),
+        6,
+        "never past the follower's own high watermark"
+    );
+    assert_eq!(
+        p.update_follower_log_start_offset(3).ok(),
+        Some(false),
+        "never backwards"
+    );
+}

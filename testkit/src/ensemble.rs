@@ -9,8 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::TestkitError;
-use crate::four_letter::{four_letter_word, ServerMode, SrvrStats};
+use crate::four_letter::{four_letter_word_at, ServerMode, SrvrStats};
 use crate::install::Installation;
+use crate::netns::Host;
 use crate::ports::free_ports;
 use crate::process::ServerProcess;
 
@@ -73,6 +74,7 @@ pub struct ZkEnsembleBuilder {
     start_timeout: Duration,
     wait_for_quorum: Option<bool>,
     heap_mb: u32,
+    hosts: Vec<Host>,
 }
 
 impl Default for ZkEnsembleBuilder {
@@ -88,6 +90,7 @@ impl Default for ZkEnsembleBuilder {
             start_timeout: Duration::from_secs(60),
             wait_for_quorum: None,
             heap_mb: 128,
+            hosts: Vec::new(),
         }
     }
 }
@@ -157,6 +160,14 @@ impl ZkEnsembleBuilder {
         self
     }
 
+    /// Runs server `i` (in sid order) in `hosts[i]`'s network namespace, listening on that
+    /// host's address with ZooKeeper's default ports (2181, 2888, 3888), instead of on loopback
+    /// with free ports. There must be one host per server.
+    pub fn in_namespaces(mut self, hosts: Vec<Host>) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
     /// Starts the servers and waits until each answers `ruok` (and, see
     /// [`wait_for_quorum`](Self::wait_for_quorum), serves requests).
     pub fn start(self) -> Result<ZkEnsemble, TestkitError> {
@@ -189,6 +200,10 @@ impl ZkEnsembleBuilder {
 #[derive(Debug)]
 struct Server {
     dir: PathBuf,
+    /// The address it listens on (`127.0.0.1`, or its host's in a lab).
+    ip: String,
+    /// The network namespace it runs in, if any.
+    netns: Option<String>,
     ports: ServerPorts,
     child: Option<ServerProcess>,
 }
@@ -227,7 +242,18 @@ impl ZkEnsemble {
             .prefix("ha-testkit-zk-")
             .tempdir()
             .map_err(|e| TestkitError::io("create the ensemble directory", e))?;
-        let ports = free_ports(b.servers * 3)?;
+        if !b.hosts.is_empty() && b.hosts.len() != b.servers {
+            return Err(TestkitError::InvalidConfig(format!(
+                "{} hosts for {} servers",
+                b.hosts.len(),
+                b.servers
+            )));
+        }
+        let ports = if b.hosts.is_empty() {
+            free_ports(b.servers * 3)?
+        } else {
+            [2181, 2888, 3888].repeat(b.servers)
+        };
         let sids: Vec<u64> = (0..b.servers as u64).map(|i| b.first_sid + i).collect();
         if let Some(dup) = b.externals.iter().find(|x| sids.contains(&x.sid)) {
             return Err(TestkitError::InvalidConfig(format!(
@@ -243,10 +269,13 @@ impl ZkEnsemble {
                 quorum: ports[3 * i + 1],
                 election: ports[3 * i + 2],
             };
+            let host = b.hosts.get(i);
             servers.insert(
                 sid,
                 Server {
                     dir,
+                    ip: host.map_or_else(|| "127.0.0.1".to_owned(), |h| h.ip.clone()),
+                    netns: host.map(|h| h.netns.clone()),
                     ports,
                     child: None,
                 },
@@ -258,8 +287,8 @@ impl ZkEnsemble {
             for (sid, s) in &servers {
                 let _ = writeln!(
                     members,
-                    "server.{sid}=127.0.0.1:{}:{}",
-                    s.ports.quorum, s.ports.election
+                    "server.{sid}={}:{}:{}",
+                    s.ip, s.ports.quorum, s.ports.election
                 );
             }
             for x in &b.externals {
@@ -280,7 +309,7 @@ impl ZkEnsemble {
             let _ = writeln!(cfg, "syncLimit={}", b.sync_limit);
             let _ = writeln!(cfg, "dataDir={}", data.display());
             let _ = writeln!(cfg, "clientPort={}", s.ports.client);
-            let _ = writeln!(cfg, "clientPortAddress=127.0.0.1");
+            let _ = writeln!(cfg, "clientPortAddress={}", s.ip);
             let _ = writeln!(cfg, "4lw.commands.whitelist=*");
             let _ = writeln!(cfg, "admin.enableServer=false");
             for (k, v) in &b.extra_config {
@@ -347,7 +376,14 @@ impl ZkEnsemble {
         let log_err = log
             .try_clone()
             .map_err(|e| TestkitError::io("duplicate the log handle", e))?;
-        let mut command = Command::new(&java);
+        let mut command = match &server.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.arg("netns").arg("exec").arg(ns).arg(&java);
+                c
+            }
+            None => Command::new(&java),
+        };
         command
             .arg(format!("-Xmx{heap}m"))
             .arg("-XX:+UseSerialGC")
@@ -390,10 +426,9 @@ impl ZkEnsemble {
     }
 
     fn wait_answering(&mut self, sid: u64, deadline: Instant) -> Result<(), TestkitError> {
-        let port = self.server(sid)?.ports.client;
         loop {
             self.check_alive(sid)?;
-            if let Ok(a) = four_letter_word(port, "ruok", PROBE_TIMEOUT) {
+            if let Ok(a) = self.four_letter_word(sid, "ruok") {
                 if a.trim() == "imok" {
                     return Ok(());
                 }
@@ -438,7 +473,7 @@ impl ZkEnsemble {
     pub fn connect_string(&self) -> String {
         self.servers
             .values()
-            .map(|s| format!("127.0.0.1:{}", s.ports.client))
+            .map(|s| format!("{}:{}", s.ip, s.ports.client))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -495,7 +530,11 @@ impl ZkEnsemble {
 
     /// Sends a four-letter word to server `sid` and returns the answer.
     pub fn four_letter_word(&self, sid: u64, word: &str) -> Result<String, TestkitError> {
-        four_letter_word(self.server(sid)?.ports.client, word, PROBE_TIMEOUT)
+        let s = self.server(sid)?;
+        let addr = format!("{}:{}", s.ip, s.ports.client)
+            .parse()
+            .map_err(|_| TestkitError::InvalidConfig(format!("address {}", s.ip)))?;
+        four_letter_word_at(addr, word, PROBE_TIMEOUT)
     }
 
     /// Server `sid`'s `srvr` answer, parsed. Fails while the server does not serve requests.

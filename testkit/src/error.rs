@@ -49,6 +49,9 @@ pub enum TestkitError {
     /// The builder was given an inconsistent configuration.
     #[error("invalid ensemble configuration: {0}")]
     InvalidConfig(String),
+    /// A network-namespace operation of a [`Lab`](crate::netns::Lab) failed.
+    #[error("network namespace: {0}")]
+    Netns(String),
 }
 
 impl TestkitError {

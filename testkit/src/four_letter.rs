@@ -12,8 +12,16 @@ const MAX_ANSWER: u64 = 1 << 20;
 
 /// Sends a four-letter word to `127.0.0.1:port` and returns the full answer.
 pub fn four_letter_word(port: u16, word: &str, timeout: Duration) -> Result<String, TestkitError> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let ctx = |what: &str| format!("{what} `{word}` on port {port}");
+    four_letter_word_at(SocketAddr::from(([127, 0, 0, 1], port)), word, timeout)
+}
+
+/// Sends a four-letter word to `addr` and returns the full answer.
+pub fn four_letter_word_at(
+    addr: SocketAddr,
+    word: &str,
+    timeout: Duration,
+) -> Result<String, TestkitError> {
+    let ctx = |what: &str| format!("{what} `{word}` on {addr}");
     let mut stream = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| TestkitError::io(ctx("connect"), e))?;
     stream

@@ -40,13 +40,14 @@ mod ensemble;
 mod error;
 mod four_letter;
 mod install;
+pub mod netns;
 mod ports;
 mod process;
 mod proxy;
 
 pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
 pub use error::TestkitError;
-pub use four_letter::{four_letter_word, ServerMode, SrvrStats};
+pub use four_letter::{four_letter_word, four_letter_word_at, ServerMode, SrvrStats};
 pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
 pub use ports::free_ports;
 pub use proxy::TcpProxy;

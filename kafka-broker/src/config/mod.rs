@@ -23,6 +23,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kafka_replication::log::{FileLogConfig, RetentionPolicy};
+
 use crate::node::{AutoCreateConfig, ControlledShutdownConfig, LogPlacement, NodeConfig, LISTENER};
 
 /// A setting that is missing or does not hold a valid value.
@@ -172,6 +174,12 @@ pub const KNOWN_KEYS: &[&str] = &[
     "controlled.shutdown.enable",
     "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
+    "log.segment.bytes",
+    "log.retention.ms",
+    "log.retention.minutes",
+    "log.retention.hours",
+    "log.retention.bytes",
+    "log.retention.check.interval.ms",
 ];
 
 /// The broker's settings, each under its Kafka key, with Kafka's defaults unless noted.
@@ -247,6 +255,15 @@ pub struct ServerSettings {
     pub controlled_shutdown_max_retries: u32,
     /// `controlled.shutdown.retry.backoff.ms` (5000).
     pub controlled_shutdown_retry_backoff_ms: u64,
+    /// `log.segment.bytes` (1 GiB; at least 1024 here, at most 4 GiB).
+    pub log_segment_bytes: u64,
+    /// `log.retention.ms`, else `log.retention.minutes`, else `log.retention.hours` (168);
+    /// -1 keeps records for ever.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes` (-1: no size limit).
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms` (300000).
+    pub log_retention_check_interval_ms: u64,
 }
 
 /// Typed reads of a property map, each error naming its key.
@@ -410,6 +427,43 @@ impl ServerSettings {
                 5_000,
                 0,
             )?,
+            log_segment_bytes: {
+                let b: u64 = r.number("log.segment.bytes", 1 << 30, 1_024)?;
+                if b > u64::from(u32::MAX) {
+                    return Err(invalid(
+                        "log.segment.bytes",
+                        &b.to_string(),
+                        "at most 4294967295 (segment positions are 32-bit)",
+                    ));
+                }
+                b
+            },
+            // Kafka's precedence: ms, then minutes, then hours.
+            log_retention_ms: match (r.raw("log.retention.ms"), r.raw("log.retention.minutes")) {
+                (Some(_), _) => r.number("log.retention.ms", -1i64, -1)?,
+                (None, Some(_)) => {
+                    let m: i64 = r.number("log.retention.minutes", -1, -1)?;
+                    if m < 0 {
+                        -1
+                    } else {
+                        m.saturating_mul(60_000)
+                    }
+                }
+                (None, None) => {
+                    let h: i64 = r.number("log.retention.hours", 168, -1)?;
+                    if h < 0 {
+                        -1
+                    } else {
+                        h.saturating_mul(3_600_000)
+                    }
+                }
+            },
+            log_retention_bytes: r.number("log.retention.bytes", -1i64, -1)?,
+            log_retention_check_interval_ms: r.number(
+                "log.retention.check.interval.ms",
+                300_000,
+                1,
+            )?,
         };
         let unknown = props
             .keys()
@@ -443,7 +497,14 @@ impl ServerSettings {
         c.advertised_host = self.advertised_listener.as_ref().map(|l| l.host.clone());
         c.advertised_port = self.advertised_listener.as_ref().map(|l| l.port);
         c.rack = self.rack.clone();
-        c.logs = LogPlacement::Files(self.log_dir.clone());
+        c.logs = LogPlacement::FilesWith(
+            self.log_dir.clone(),
+            FileLogConfig::default().with_segment_bytes(self.log_segment_bytes),
+        );
+        c.broker.retention = RetentionPolicy::keep_all()
+            .with_retention_ms(self.log_retention_ms)
+            .with_retention_bytes(self.log_retention_bytes);
+        c.broker.retention_check_interval_ms = self.log_retention_check_interval_ms;
         c.registration_wait =
             crate::glue::holder_wait_for(Duration::from_millis(self.zookeeper_session_timeout_ms));
         let server = &mut c.broker.server;

@@ -8,15 +8,19 @@ use bytes::Bytes;
 use kafka_replication::epoch_cache::LeaderEpochCache;
 use kafka_replication::isr::TopicPartition;
 use kafka_replication::log::{
-    FileLog, FileLogConfig, LogAppendInfo, LogError, LogStorage, MemoryLog,
+    FileLog, FileLogConfig, LogAppendInfo, LogError, LogStorage, MemoryLog, RetentionOutcome,
+    RetentionPolicy,
 };
 use kafka_replication::replica_manager::LogFactory;
 
 /// Where a node keeps its partitions' logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogPlacement {
-    /// One [`FileLog`] per partition in `<dir>/<topic>-<partition>`, as Kafka's `log.dirs`.
+    /// One [`FileLog`] per partition in `<dir>/<topic>-<partition>`, as Kafka's `log.dirs`,
+    /// with Kafka's default segment size.
     Files(PathBuf),
+    /// As [`Files`](Self::Files), with these log settings (`log.segment.bytes`, …).
+    FilesWith(PathBuf, FileLogConfig),
     /// In memory: gone when the process ends.
     Memory,
 }
@@ -40,10 +44,12 @@ impl LogPlacement {
     pub fn factory(&self) -> LogFactory<NodeLog> {
         match self {
             LogPlacement::Files(dir) => {
-                let dir = dir.clone();
+                LogPlacement::FilesWith(dir.clone(), FileLogConfig::default()).factory()
+            }
+            LogPlacement::FilesWith(dir, config) => {
+                let (dir, config) = (dir.clone(), *config);
                 Box::new(move |tp| {
-                    FileLog::open(partition_dir(&dir, tp), FileLogConfig::default())
-                        .map(NodeLog::File)
+                    FileLog::open(partition_dir(&dir, tp), config).map(NodeLog::File)
                 })
             }
             LogPlacement::Memory => Box::new(|_| Ok(NodeLog::Memory(MemoryLog::new()))),
@@ -114,5 +120,28 @@ impl LogStorage for NodeLog {
 
     fn checkpointed_high_watermark(&self) -> i64 {
         either!(self, l => l.checkpointed_high_watermark())
+    }
+
+    fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        high_watermark: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome, LogError> {
+        either!(self, l => l.apply_retention(now_ms, high_watermark, policy))
+    }
+
+    fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
+        either!(self, l => l.increment_log_start_offset(offset))
+    }
+}
+
+impl LogPlacement {
+    /// The data directory, when the logs are files.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            LogPlacement::Files(dir) | LogPlacement::FilesWith(dir, _) => Some(dir),
+            LogPlacement::Memory => None,
+        }
     }
 }

@@ -363,13 +363,13 @@ impl BrokerNode {
             .get_or_create_cluster_id(&random_cluster_id())
             .await
             .map_err(NodeError::ClusterId)?;
-        let data_dir = match &config.logs {
-            LogPlacement::Files(dir) => {
+        let data_dir = match config.logs.dir() {
+            Some(dir) => {
                 let lock = data_dir::lock(dir)?;
                 data_dir::check_meta_properties(&lock, id, &cluster_id)?;
                 Some(lock)
             }
-            LogPlacement::Memory => None,
+            None => None,
         };
         config.broker.cluster_id = cluster_id.clone();
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());

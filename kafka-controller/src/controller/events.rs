@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use tokio::sync::{oneshot, Notify};
 
 use crate::broker_channel::DeliveredResponse;
-use crate::context::{BrokerId, ControllerContext, TopicPartition};
+use crate::context::{BrokerId, ControllerContext, ControllerStats, TopicPartition};
 use ha_coordination::SessionId;
 
 use super::ControllerError;
@@ -65,6 +65,8 @@ pub enum ControllerEvent {
     },
     /// A copy of the context, for inspection (`None` when not active).
     Inspect(oneshot::Sender<Option<ControllerContext>>),
+    /// The metrics snapshot of the context (`None` when not active).
+    Stats(oneshot::Sender<Option<ControllerStats>>),
     /// Answered once every event queued before it has been handled.
     Sync(oneshot::Sender<()>),
     /// Resign (if active) and stop the loop.
@@ -79,6 +81,9 @@ impl ControllerEvent {
                 let _ = reply.send(Err(ControllerError::Preempted));
             }
             ControllerEvent::Inspect(reply) => {
+                let _ = reply.send(None);
+            }
+            ControllerEvent::Stats(reply) => {
                 let _ = reply.send(None);
             }
             _ => {}

@@ -49,7 +49,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::broker_channel::{BrokerChannel, ChannelConfig, ChannelManager, DeliveredResponse};
-use crate::context::{BrokerId, ControllerContext, TopicPartition};
+use crate::context::{BrokerId, ControllerContext, ControllerStats, TopicPartition};
 use crate::request_batch::ControllerBrokerRequestBatch;
 use crate::topic_id_source::TopicIdGenerator;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
@@ -270,6 +270,14 @@ impl ControllerHandle {
         rx.await.ok().flatten()
     }
 
+    /// The active controller's metrics snapshot, once every event queued before has been
+    /// handled; `None` if not active.
+    pub async fn stats(&self) -> Option<ControllerStats> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.put(ControllerEvent::Stats(tx));
+        rx.await.ok().flatten()
+    }
+
     /// Returns once every event queued before this call has been handled.
     pub async fn sync(&self) {
         let (tx, rx) = oneshot::channel();
@@ -473,6 +481,10 @@ impl Controller {
             }
             E::Inspect(reply) => {
                 let _ = reply.send(self.active.as_ref().map(|a| a.ctx.clone()));
+                Ok(())
+            }
+            E::Stats(reply) => {
+                let _ = reply.send(self.active.as_ref().map(|a| a.ctx.stats()));
                 Ok(())
             }
             E::ControlledShutdown {

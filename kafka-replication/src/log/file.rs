@@ -4,8 +4,11 @@
 //! - `<base offset, 20 digits>.log` — segments of record batches, appended in order;
 //! - `<base offset>.index` — a sparse offset index of 8-byte entries (offset relative to the
 //!   segment base, file position), one every `index_interval_bytes`;
-//! - `leader-epoch-checkpoint`, `high-watermark-checkpoint`, `recovery-point-checkpoint` —
-//!   text checkpoints written atomically.
+//! - `leader-epoch-checkpoint`, `high-watermark-checkpoint`, `recovery-point-checkpoint`,
+//!   `log-start-offset-checkpoint` — text checkpoints written atomically.
+//!
+//! Retention ([`LogStorage::apply_retention`]) deletes whole segments from the oldest on and
+//! moves the log start offset to the first offset left.
 //!
 //! Recovery on open: segments from the one holding the recovery point (the last flushed
 //! offset) onward are scanned batch by batch with a CRC-32C check; the first torn or corrupt
@@ -21,6 +24,7 @@ use bytes::Bytes;
 use kafka_wire::records::{RecordBatch, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 
 use super::checkpoint::{read_epochs, read_offset, write_epochs, write_offset};
+use super::retention::{deletable_prefix, RetentionOutcome, RetentionPolicy, SegmentInfo};
 use super::{
     check_follower_order, learn_epochs, split_batches, stamp_as_leader, LogAppendInfo, LogError,
     LogStorage,
@@ -30,6 +34,9 @@ use crate::epoch_cache::LeaderEpochCache;
 const EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 const HW_CHECKPOINT: &str = "high-watermark-checkpoint";
 const RECOVERY_CHECKPOINT: &str = "recovery-point-checkpoint";
+const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// Where `maxTimestamp` lies in a batch header.
+const MAX_TIMESTAMP_AT: u64 = 35;
 /// Bytes of a batch header up to and including `lastOffsetDelta`.
 const HEADER: usize = 27;
 const INDEX_ENTRY: usize = 8;
@@ -100,6 +107,9 @@ struct Segment {
     index_file: File,
     index: Vec<(i64, u64)>,
     bytes_since_index: u64,
+    /// The newest record timestamp in the segment; `None` until appended to, scanned, or
+    /// asked for by retention.
+    max_timestamp: Option<i64>,
 }
 
 /// Header fields of a batch on disk.
@@ -148,7 +158,28 @@ impl Segment {
             index_file,
             index: Vec::new(),
             bytes_since_index: 0,
+            max_timestamp: None,
         })
+    }
+
+    /// The newest record timestamp of the segment (`-1` when empty), read from the batch
+    /// headers the first time it is needed.
+    fn max_timestamp(&mut self) -> io::Result<i64> {
+        if let Some(t) = self.max_timestamp {
+            return Ok(t);
+        }
+        let mut newest = -1i64;
+        let mut pos = 0;
+        while let Some(h) = self.header_at(pos)? {
+            let mut t = [0u8; 8];
+            let mut f = &self.file;
+            f.seek(SeekFrom::Start(pos + MAX_TIMESTAMP_AT))?;
+            f.read_exact(&mut t)?;
+            newest = newest.max(i64::from_be_bytes(t));
+            pos += h.size;
+        }
+        self.max_timestamp = Some(newest);
+        Ok(newest)
     }
 
     fn header_at(&self, pos: u64) -> io::Result<Option<Header>> {
@@ -196,11 +227,17 @@ impl Segment {
         self.size += batch.size() as u64;
         self.bytes_since_index += batch.size() as u64;
         self.next_offset = batch.next_offset();
+        if let Some(t) = self.max_timestamp.as_mut() {
+            *t = (*t).max(batch.max_timestamp());
+        } else if pos == 0 {
+            self.max_timestamp = Some(batch.max_timestamp());
+        }
         Ok(())
     }
 
     /// Cuts the segment at `pos` (a batch boundary), dropping index entries past it.
     fn truncate_at(&mut self, pos: u64) -> io::Result<()> {
+        self.max_timestamp = None;
         self.file.set_len(pos)?;
         self.size = pos;
         self.index.retain(|(_, p)| *p < pos);
@@ -259,6 +296,7 @@ impl Segment {
         let mut pos = 0u64;
         let mut valid_end = 0u64;
         let mut batches = Vec::new();
+        let mut newest = -1i64;
         loop {
             if pos == total {
                 break;
@@ -291,6 +329,7 @@ impl Segment {
             }
             epochs.push((batch.partition_leader_epoch(), batch.base_offset()));
             self.next_offset = batch.next_offset();
+            newest = newest.max(batch.max_timestamp());
             batches.push((pos, batch.base_offset(), hd.size));
             pos += hd.size;
             valid_end = pos;
@@ -306,6 +345,7 @@ impl Segment {
             self.file.set_len(valid_end)?;
         }
         self.size = valid_end;
+        self.max_timestamp = Some(newest);
         for (pos, base, size) in batches {
             if self.bytes_since_index >= index_interval {
                 let rel = (base - self.base_offset) as u32;
@@ -332,6 +372,7 @@ pub struct FileLog {
     high_watermark: i64,
     recovery_point: i64,
     unflushed_bytes: u64,
+    log_start_offset: i64,
 }
 
 impl FileLog {
@@ -391,6 +432,7 @@ impl FileLog {
             high_watermark: 0,
             recovery_point,
             unflushed_bytes: 0,
+            log_start_offset: 0,
         };
         log.epochs = log.load_epochs(&scanned_epochs)?;
         let leo = log.log_end_offset();
@@ -405,6 +447,15 @@ impl FileLog {
             }
         };
         log.recovery_point = log.recovery_point.min(leo);
+        let first_base = log.segments.first().map_or(0, |s| s.base_offset);
+        let checkpointed = match read_offset(&log.dir.join(LOG_START_CHECKPOINT)) {
+            Ok(o) => o.unwrap_or(0),
+            Err(e) => {
+                tracing::warn!(error = %e, "log start offset checkpoint unreadable; using the first segment");
+                0
+            }
+        };
+        log.log_start_offset = checkpointed.max(first_base).min(leo);
         Ok(log)
     }
 
@@ -558,7 +609,7 @@ impl FileLog {
 
 impl LogStorage for FileLog {
     fn log_start_offset(&self) -> i64 {
-        self.segments.first().map_or(0, |s| s.base_offset)
+        self.log_start_offset
     }
 
     fn log_end_offset(&self) -> i64 {
@@ -638,6 +689,7 @@ impl LogStorage for FileLog {
             }
             let leo = self.log_end_offset();
             self.recovery_point = self.recovery_point.min(leo);
+            self.log_start_offset = self.log_start_offset.min(leo);
         }
         let leo = self.log_end_offset();
         if self.epochs.truncate_from_end(leo) {
@@ -678,9 +730,80 @@ impl LogStorage for FileLog {
     fn checkpointed_high_watermark(&self) -> i64 {
         self.high_watermark
     }
+
+    fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        high_watermark: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome, LogError> {
+        let mut infos = Vec::with_capacity(self.segments.len());
+        for s in &mut self.segments {
+            infos.push(SegmentInfo {
+                next_offset: s.next_offset,
+                size: s.size,
+                max_timestamp: s.max_timestamp()?,
+            });
+        }
+        let n = deletable_prefix(
+            &infos,
+            now_ms,
+            high_watermark,
+            self.log_start_offset,
+            policy,
+        );
+        self.delete_oldest(n)
+    }
+
+    fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
+        let offset = offset.min(self.log_end_offset());
+        if offset <= self.log_start_offset {
+            return Ok(false);
+        }
+        self.log_start_offset = offset;
+        write_offset(&self.dir.join(LOG_START_CHECKPOINT), offset)?;
+        let below = self
+            .segments
+            .iter()
+            .take(self.segments.len().saturating_sub(1))
+            .take_while(|s| s.next_offset <= offset)
+            .count();
+        self.delete_oldest(below)?;
+        Ok(true)
+    }
 }
 
 impl FileLog {
+    /// Deletes the `n` oldest segments (never the active one), moves the log start offset to
+    /// the first offset left and checkpoints it.
+    fn delete_oldest(&mut self, n: usize) -> Result<RetentionOutcome, LogError> {
+        let n = n.min(self.segments.len().saturating_sub(1));
+        let mut bytes = 0;
+        for seg in self.segments.drain(..n) {
+            bytes += seg.size;
+            tracing::info!(
+                dir = %self.dir.display(),
+                segment = seg.base_offset,
+                next_offset = seg.next_offset,
+                bytes = seg.size,
+                "deleting a segment (retention)"
+            );
+        }
+        if n > 0 {
+            self.remove_orphans()?;
+            let first = self.segments.first().map_or(0, |s| s.base_offset);
+            if first > self.log_start_offset {
+                self.log_start_offset = first;
+                write_offset(&self.dir.join(LOG_START_CHECKPOINT), first)?;
+            }
+        }
+        Ok(RetentionOutcome {
+            segments_deleted: n,
+            bytes_deleted: bytes,
+            log_start_offset: self.log_start_offset,
+        })
+    }
+
     /// Deletes segment files that no longer belong to a live segment.
     fn remove_orphans(&mut self) -> Result<(), LogError> {
         let live: Vec<i64> = self.segments.iter().map(|s| s.base_offset).collect();

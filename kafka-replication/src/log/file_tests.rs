@@ -1,6 +1,7 @@
 //! Crash and recovery tests of [`FileLog`].
 use super::*;
 use crate::log::test_util::batch;
+use crate::log::RetentionPolicy;
 use kafka_wire::records::RecordBatches;
 
 fn small() -> FileLogConfig {
@@ -266,4 +267,122 @@ proptest::proptest! {
         proptest::prop_assert_eq!(offsets(&original[..recovered.len()]), offsets(&recovered));
         ok(log.append_as_leader(batch(1), 3));
     }
+}
+
+/// A batch of `n` records all stamped `timestamp`.
+fn batch_at(n: usize, timestamp: i64) -> Bytes {
+    let mut b = kafka_wire::records::RecordBatchBuilder::new(0);
+    for i in 0..n {
+        b.append(timestamp, None, Some(format!("v{i}").as_bytes()), &[])
+            .unwrap_or_else(|e| panic!("test batch: {e}"));
+    }
+    b.build().unwrap_or_else(|e| panic!("test batch: {e}"))
+}
+
+#[test]
+fn log_retention_bytes_deletes_whole_oldest_segments_and_checkpoints_the_log_start_offset() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), small());
+    for _ in 0..30 {
+        ok(log.append_as_leader(batch(3), 0));
+    }
+    let segments = log.segment_count();
+    assert!(segments >= 4, "small segments roll: {segments}");
+    let leo = log.log_end_offset();
+    let policy = RetentionPolicy::keep_all().with_retention_bytes(2_000);
+    let out = ok(log.apply_retention(0, leo, &policy));
+    assert!(out.segments_deleted > 0);
+    assert_eq!(log.segment_count(), segments - out.segments_deleted);
+    let start = log.log_start_offset();
+    assert!(start > 0 && start == out.log_start_offset);
+    assert_eq!(
+        all(&log).first().map(|(o, _)| *o),
+        Some(start),
+        "reads begin at the new start"
+    );
+    assert!(matches!(
+        log.read(start - 1, 1 << 20, i64::MAX, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    drop(log);
+    let log = open(dir.path(), small());
+    assert_eq!(
+        log.log_start_offset(),
+        start,
+        "the log start offset survives a restart"
+    );
+    assert_eq!(log.log_end_offset(), leo);
+}
+
+#[test]
+fn log_retention_ms_uses_each_segments_newest_record_timestamp() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), small());
+    // Old records first, then new ones, each set filling whole segments.
+    for _ in 0..12 {
+        ok(log.append_as_leader(batch_at(3, 1_000), 0));
+    }
+    for _ in 0..12 {
+        ok(log.append_as_leader(batch_at(3, 100_000), 0));
+    }
+    let leo = log.log_end_offset();
+    let policy = RetentionPolicy::keep_all().with_retention_ms(10_000);
+    let out = ok(log.apply_retention(100_500, leo, &policy));
+    assert!(out.segments_deleted > 0, "the old segments go");
+    // What is left is new, but for the old batches sharing a segment with new ones.
+    let bytes = ok(log.read(log.log_start_offset(), 1 << 20, i64::MAX, true));
+    let old_left = RecordBatches::new(bytes)
+        .flatten()
+        .filter(|b| b.max_timestamp() == 1_000)
+        .count();
+    assert!(old_left < 12, "most old batches went ({old_left} left)");
+    let first = ok(log.read(log.log_start_offset(), 1 << 20, i64::MAX, true));
+    let first_segment_is_young = RecordBatches::new(first)
+        .flatten()
+        .last()
+        .is_some_and(|b| b.max_timestamp() == 100_000);
+    assert!(
+        first_segment_is_young,
+        "the first segment left holds new records"
+    );
+    // Reopened, the timestamps are read back from the batch headers and nothing more goes.
+    drop(log);
+    let mut log = open(dir.path(), small());
+    let again = ok(log.apply_retention(100_500, leo, &policy));
+    assert_eq!(again.segments_deleted, 0);
+}
+
+#[test]
+fn log_retention_never_deletes_a_segment_reaching_the_high_watermark() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), small());
+    for _ in 0..30 {
+        ok(log.append_as_leader(batch(3), 0));
+    }
+    let policy = RetentionPolicy::keep_all().with_retention_ms(0);
+    let out = ok(log.apply_retention(i64::MAX / 2, 0, &policy));
+    assert_eq!(out.segments_deleted, 0, "nothing is committed");
+    let out = ok(log.apply_retention(i64::MAX / 2, log.log_end_offset(), &policy));
+    assert_eq!(log.segment_count(), 1, "all but the active segment go");
+    assert!(out.segments_deleted > 0);
+}
+
+#[test]
+fn follower_log_start_offset_moves_forward_only_and_drops_segments_below_it() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), small());
+    for _ in 0..30 {
+        ok(log.append_as_leader(batch(3), 0));
+    }
+    let segments = log.segment_count();
+    assert!(ok(log.increment_log_start_offset(40)));
+    assert_eq!(log.log_start_offset(), 40);
+    assert!(log.segment_count() < segments);
+    assert!(!ok(log.increment_log_start_offset(10)), "never backwards");
+    assert!(matches!(
+        log.read(39, 1 << 20, i64::MAX, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    drop(log);
+    assert_eq!(open(dir.path(), small()).log_start_offset(), 40);
 }

@@ -3,6 +3,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_wire::records::RecordBatch;
 
+use super::retention::{deletable_prefix, RetentionOutcome, RetentionPolicy, SegmentInfo};
 use super::{
     check_follower_order, learn_epochs, split_batches, stamp_as_leader, LogAppendInfo, LogError,
     LogStorage,
@@ -179,6 +180,56 @@ impl LogStorage for MemoryLog {
 
     fn checkpointed_high_watermark(&self) -> i64 {
         self.high_watermark_checkpoint
+    }
+
+    /// Retention with each batch standing for a segment (the newest one active).
+    fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        high_watermark: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome, LogError> {
+        let infos: Vec<SegmentInfo> = self
+            .batches
+            .iter()
+            .map(|b| SegmentInfo {
+                next_offset: b.next_offset(),
+                size: b.size() as u64,
+                max_timestamp: b.max_timestamp(),
+            })
+            .collect();
+        let n = deletable_prefix(
+            &infos,
+            now_ms,
+            high_watermark,
+            self.log_start_offset,
+            policy,
+        );
+        let bytes = self.batches.drain(..n).map(|b| b.size() as u64).sum();
+        if let Some(first) = self.batches.first() {
+            self.log_start_offset = self.log_start_offset.max(first.base_offset());
+        }
+        Ok(RetentionOutcome {
+            segments_deleted: n,
+            bytes_deleted: bytes,
+            log_start_offset: self.log_start_offset,
+        })
+    }
+
+    fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
+        let offset = offset.min(self.log_end_offset);
+        if offset <= self.log_start_offset {
+            return Ok(false);
+        }
+        self.log_start_offset = offset;
+        let below = self
+            .batches
+            .iter()
+            .take(self.batches.len().saturating_sub(1))
+            .take_while(|b| b.next_offset() <= offset)
+            .count();
+        self.batches.drain(..below);
+        Ok(true)
     }
 }
 

@@ -9,9 +9,11 @@
 pub mod checkpoint;
 mod file;
 mod memory;
+pub mod retention;
 
 pub use file::{FileLog, FileLogConfig, FlushPolicy};
 pub use memory::MemoryLog;
+pub use retention::{RetentionOutcome, RetentionPolicy};
 
 use bytes::{Bytes, BytesMut};
 use kafka_wire::records::{rewrite_record_set, RecordBatch, RecordBatches};
@@ -138,6 +140,31 @@ pub trait LogStorage {
 
     /// The last persisted high watermark (0 if none).
     fn checkpointed_high_watermark(&self) -> i64;
+
+    /// Removes whole segments per `policy` at wall-clock time `now_ms`, never one holding an
+    /// offset at or above `high_watermark` nor the active one, and advances the log start
+    /// offset to the first remaining offset ([`retention`]). The default keeps everything.
+    fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        high_watermark: i64,
+        policy: &RetentionPolicy,
+    ) -> Result<RetentionOutcome, LogError> {
+        let _ = (now_ms, high_watermark, policy);
+        Ok(RetentionOutcome {
+            log_start_offset: self.log_start_offset(),
+            ..RetentionOutcome::default()
+        })
+    }
+
+    /// Moves the log start offset forward to `offset` (at most the log end offset), as a
+    /// follower does with the leader's log start offset (Kafka's
+    /// `maybeIncrementLogStartOffset`); segments wholly below it are deleted. Returns whether
+    /// it moved. The default cannot move it.
+    fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
+        let _ = offset;
+        Ok(false)
+    }
 }
 
 /// Checks every batch of `records` (CRC included); the set must end on a batch boundary.

@@ -139,6 +139,21 @@ impl<L: LogStorage> Partition<L> {
         Ok(info)
     }
 
+    /// A follower learns the leader's log start offset from its Fetch answers and moves its
+    /// own forward to it, never past its own high watermark (Kafka's
+    /// `maybeIncrementLogStartOffset` with `LeaderOffsetIncremented`); whole segments below
+    /// it are deleted. Returns whether it moved.
+    pub fn update_follower_log_start_offset(
+        &mut self,
+        leader_log_start_offset: i64,
+    ) -> Result<bool, PartitionError> {
+        if self.is_leader() || leader_log_start_offset < 0 {
+            return Ok(false);
+        }
+        let target = leader_log_start_offset.min(self.high_watermark);
+        Ok(self.log.increment_log_start_offset(target)?)
+    }
+
     /// Follower HW = `min(leader HW, own LEO)`.
     pub fn update_follower_high_watermark(&mut self, leader_high_watermark: i64) {
         self.high_watermark = leader_high_watermark

@@ -453,6 +453,18 @@ impl<L: LogStorage> Partition<L> {
         Ok(())
     }
 
+    /// Runs retention on the log at wall-clock `now_ms`, below this replica's high watermark
+    /// (a leader's or a follower's).
+    pub fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        policy: &crate::log::RetentionPolicy,
+    ) -> Result<crate::log::RetentionOutcome, PartitionError> {
+        Ok(self
+            .log
+            .apply_retention(now_ms, self.high_watermark, policy)?)
+    }
+
     /// KIP-320: checks a request's `CurrentLeaderEpoch` against ours (`None` or -1: no check).
     pub fn check_leader_epoch(
         &self,
