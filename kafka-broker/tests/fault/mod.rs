@@ -69,6 +69,9 @@ pub struct RunReport {
     pub produce_errors: BTreeMap<String, usize>,
     /// The longest time some partition had no leader in the metadata the producer saw.
     pub longest_leaderless: Duration,
+    /// The longest time between two acknowledgements of one partition: how long a partition
+    /// could not take writes, whatever the metadata said.
+    pub longest_without_ack: Duration,
     /// From healing until every partition had a leader and a full ISR.
     pub time_to_full_isr: Option<Duration>,
     /// Brokers whose process exited without the nemesis stopping it.
@@ -94,11 +97,12 @@ impl RunReport {
             s.push_str(&format!("  {:>7.1}s  {what}\n", t.as_secs_f64()));
         }
         s.push_str(&format!(
-            "acknowledged {}, lost {}, duplicated {}\nlongest window with a leaderless partition: {:.1}s\ntime to full ISR after healing: {}\nproduce errors: {:?}\nbrokers that exited on their own: {:?}\nfaults unavailable here: {:?}\n",
+            "acknowledged {}, lost {}, duplicated {}\nlongest window with a leaderless partition: {:.1}s\nlongest window without an acknowledgement on some partition: {:.1}s\ntime to full ISR after healing: {}\nproduce errors: {:?}\nbrokers that exited on their own: {:?}\nfaults unavailable here: {:?}\n",
             self.acknowledged,
             self.lost.len(),
             self.duplicated.len(),
             self.longest_leaderless.as_secs_f64(),
+            self.longest_without_ack.as_secs_f64(),
             self.time_to_full_isr
                 .map_or("not reached".to_owned(), |d| format!("{:.1}s", d.as_secs_f64())),
             self.produce_errors,
@@ -249,6 +253,7 @@ struct Shared {
     /// Per partition: since when it has had no leader (None: it has one).
     leaderless_since: Mutex<HashMap<i32, Instant>>,
     longest_leaderless: Mutex<Duration>,
+    longest_without_ack: Mutex<Duration>,
     stop: AtomicBool,
 }
 
@@ -379,6 +384,7 @@ async fn produce_partition(
 ) {
     let mut seq: i32 = 0;
     let mut conn: Option<(i32, KafkaConnection)> = None;
+    let mut last_ack = Instant::now();
     while !shared.stop.load(Ordering::Relaxed) {
         let value = format!("p{partition}-{seq}");
         let leader = match metadata(&bootstrap).await {
@@ -453,6 +459,9 @@ async fn produce_partition(
                             .expect("not poisoned")
                             .insert(value, (partition, p.base_offset));
                         seq += 1;
+                        let mut longest = shared.longest_without_ack.lock().expect("not poisoned");
+                        *longest = (*longest).max(last_ack.elapsed());
+                        last_ack = Instant::now();
                     }
                     Some(p) => {
                         shared.count_error(format!("produce {}", p.error_code));
@@ -776,6 +785,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, String> {
     report.duplicated = dup;
     report.produce_errors = shared.errors.lock().expect("not poisoned").clone();
     report.longest_leaderless = *shared.longest_leaderless.lock().expect("not poisoned");
+    report.longest_without_ack = *shared.longest_without_ack.lock().expect("not poisoned");
     for b in &mut brokers {
         let _ = b.terminate(Duration::from_secs(20));
     }
