@@ -181,6 +181,32 @@ struct DelayedFetch {
     topics: Vec<FetchTopicParams>,
 }
 
+/// A snapshot of a broker's replication metrics (the gauges and meters of Kafka's
+/// `ReplicaManager`), from [`ReplicaManager::stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ReplicaStats {
+    /// Partitions with a replica here (`PartitionCount`).
+    pub partitions: usize,
+    /// Partitions led here (`LeaderCount`).
+    pub leaders: usize,
+    /// Led partitions whose ISR is smaller than their replica set
+    /// (`UnderReplicatedPartitions`).
+    pub under_replicated_partitions: usize,
+    /// Led partitions whose ISR is below `min.insync.replicas` (`UnderMinIsrPartitionCount`).
+    pub under_min_isr_partitions: usize,
+    /// Led partitions whose ISR is exactly `min.insync.replicas` (`AtMinIsrPartitionCount`).
+    pub at_min_isr_partitions: usize,
+    /// ISR shrinks committed since start (`IsrShrinksPerSec`' count).
+    pub isr_shrinks: u64,
+    /// ISR expansions committed since start (`IsrExpandsPerSec`' count).
+    pub isr_expands: u64,
+    /// Fetches waiting in the purgatory (`PurgatorySize` of `Fetch`).
+    pub delayed_fetches: usize,
+    /// Produces waiting in the purgatory (`PurgatorySize` of `Produce`).
+    pub delayed_produces: usize,
+}
+
 /// One broker's partitions.
 pub struct ReplicaManager<L> {
     broker: BrokerId,
@@ -206,6 +232,8 @@ pub struct ReplicaManager<L> {
     actions: VecDeque<ReplicaAction>,
     retention: crate::log::RetentionPolicy,
     retention_check_interval_ms: u64,
+    isr_shrinks: u64,
+    isr_expands: u64,
     /// Test-only: ignore the controller epoch (K4.1) and the leader epoch (K4.2). Always
     /// false unless set through `set_ignore_epochs` (`never-in-production` builds).
     ignore_epochs: bool,
@@ -254,6 +282,8 @@ impl<L: LogStorage> ReplicaManager<L> {
             actions: VecDeque::new(),
             retention: crate::log::RetentionPolicy::keep_all(),
             retention_check_interval_ms: 300_000,
+            isr_shrinks: 0,
+            isr_expands: 0,
             ignore_epochs: false,
         }
     }
@@ -432,6 +462,35 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// Number of fetches waiting in the purgatory.
     pub fn delayed_fetches(&self) -> usize {
         self.fetch_purgatory.waiting()
+    }
+
+    /// The metrics snapshot (Kafka's `ReplicaManager` gauges and ISR meters): counts over
+    /// every partition, so meant to be taken every few seconds, not per request.
+    pub fn stats(&self) -> ReplicaStats {
+        let mut s = ReplicaStats {
+            partitions: self.partitions.len(),
+            isr_shrinks: self.isr_shrinks,
+            isr_expands: self.isr_expands,
+            delayed_fetches: self.fetch_purgatory.waiting(),
+            delayed_produces: self.produce_purgatory.waiting(),
+            ..ReplicaStats::default()
+        };
+        for p in self.partitions.values() {
+            if !p.is_leader() {
+                continue;
+            }
+            s.leaders += 1;
+            let isr = p.isr().len();
+            if isr < p.replicas().len() {
+                s.under_replicated_partitions += 1;
+            }
+            if isr < p.config().min_insync_replicas {
+                s.under_min_isr_partitions += 1;
+            } else if isr == p.config().min_insync_replicas {
+                s.at_min_isr_partitions += 1;
+            }
+        }
+        s
     }
 
     /// The next effect to perform.
@@ -712,10 +771,19 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// partition has moved on to another proposal or leadership since).
     pub fn on_isr_result(&mut self, proposal: &IsrProposal, result: IsrResult) {
         let tp = &proposal.topic_partition;
+        let before = self.partitions.get(tp).map(|p| p.isr().len());
         let advanced = self
             .partitions
             .get_mut(tp)
             .is_some_and(|p| p.on_isr_result(proposal, result));
+        let after = self.partitions.get(tp).map(|p| p.isr().len());
+        if let (Some(b), Some(a)) = (before, after) {
+            if a < b {
+                self.isr_shrinks += 1;
+            } else if a > b {
+                self.isr_expands += 1;
+            }
+        }
         if advanced {
             self.fetch_purgatory_wake(tp);
         }
