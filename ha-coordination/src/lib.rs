@@ -88,3 +88,8 @@ pub use types::{
 };
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::{ZooKeeperCoordination, ZooKeeperOptions};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

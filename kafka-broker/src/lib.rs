@@ -90,3 +90,8 @@ pub use leader_link_tcp::{
 };
 pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
 pub use replica_driver::{Core, DelayedAnswer, LinkFactory, ReplicaDriver};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
