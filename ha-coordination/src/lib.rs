@@ -15,7 +15,7 @@
 //!   `/brokers/ids/<id>` znode, KIP-380), `mzxid`, `ephemeral_owner`, `num_children`.
 //! - `set_data`, `delete` and [`Op::Check`] take an expected version ([`ANY_VERSION`] = any).
 //! - [`Coordination::multi`] applies a list of [`Op`]s atomically; a controller fences each of
-//!   its writes with `Op::Check("/controller_epoch", epoch_zk_version)` (Kafka's `KafkaZkClient` controller-epoch check, KAFKA-6082).
+//!   its writes with `Op::Check("/controller_epoch", epoch_zk_version)` (KAFKA-6082, as Kafka's `KafkaZkClient` does).
 //! - Watches are one-shot and arrive on [`Coordination::events`] together with session events.
 //!   When a session expires the client reports `Expired`, opens a new session and reports
 //!   `Connected` with the new id; the controller resigns, re-registers and re-reads then.

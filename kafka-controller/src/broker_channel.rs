@@ -1,4 +1,4 @@
-//! The controller → broker channel (Kafka's `ControllerEventManager` and `ControllerChannelManager`, `ControllerChannelManager`): the
+//! The controller → broker channel (Kafka's `ControllerChannelManager`): the
 //! [`BrokerChannel`] trait that carries one `kafka-wire` LeaderAndIsr / UpdateMetadata /
 //! StopReplica request to a broker and brings its response back, the [`ChannelManager`] that
 //! gives every broker one FIFO queue with one request in flight, retrying **the same item**
