@@ -1,10 +1,10 @@
-//! `broker`: one broker process — a [`BrokerNode`] on a real ZooKeeper ensemble, or a
+//! `ha-broker`: one broker process — a [`BrokerNode`] on a real ZooKeeper ensemble, or a
 //! single-node broker with an in-memory store and in-memory logs.
 //!
 //! ```text
-//! broker --id 1 --listen 127.0.0.1:9092 --data-dir /var/lib/ha-blocks/1 \
-//!        --zookeeper 127.0.0.1:2181[,host:port…][/chroot]
-//! broker --id 1 --listen 127.0.0.1:9092 --memory --topic orders:3
+//! ha-broker --id 1 --listen 127.0.0.1:9092 --data-dir /var/lib/ha-blocks/1 \
+//!           --zookeeper 127.0.0.1:2181[,host:port…][/chroot]
+//! ha-broker --id 1 --listen 127.0.0.1:9092 --memory --topic orders:3
 //! ```
 //!
 //! On start it prints `broker <id> listening on <host:port>` on stdout; it logs to stderr
