@@ -329,8 +329,8 @@ pub struct ControllerContext {
     pub epoch: i32,
     /// The znode version of `/controller_epoch` that fences every write (KAFKA-6082, as Kafka's `KafkaZkClient` does).
     pub epoch_zk_version: i32,
-    /// Kafka's `PartitionLeaderElectionAlgorithms` (KIP-704): under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
-    /// `leader_recovery_state = RECOVERING` (KIP-704). Off by default (Kafka 2.8).
+    /// KIP-704: under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
+    /// `leader_recovery_state = RECOVERING`. Off by default (Kafka 2.8).
     pub leader_recovery_on_unclean: bool,
     brokers: BTreeMap<BrokerId, BrokerInfo>,
     shutting_down: BTreeSet<BrokerId>,
