@@ -1,4 +1,4 @@
-//! The conformance suite of the [`Coordination`] trait: ZooKeeper's semantics as the
+//! The conformance suite of the [`Coordination`](crate::Coordination) trait: ZooKeeper's semantics as the
 //! controller relies on them, runnable against any implementation (the in-memory one and the
 //! real-ZooKeeper one both pass it; so must yours).
 //!

@@ -4,7 +4,7 @@
 //!
 //! 1. the data plane, built as [`Broker::start`](crate::Broker::start) builds it: a
 //!    `ReplicaManager` over a [`NodeLog`] per partition ([`LogPlacement`]: files in a data
-//!    directory, or memory), its [`ReplicaDriver`] writing ISR changes with [`ZkIsrWriter`]
+//!    directory, or memory), its [`ReplicaDriver`](crate::ReplicaDriver) writing ISR changes with [`ZkIsrWriter`]
 //!    and fetching over [`TcpLeaderLink`]s from leaders found in a [`StoreAddressBook`], and
 //!    [`KafkaApis`] behind the K3 server — here wrapped in [`AutoCreateTopics`] (Kafka's
 //!    `auto.create.topics.enable`);

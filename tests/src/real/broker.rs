@@ -276,7 +276,7 @@ impl SimBroker {
     }
 
     /// Begins a clean stop (K6): ControlledShutdown to the controller until it has moved
-    /// every leadership, or after [`CONTROLLED_SHUTDOWN_ATTEMPTS`] answers.
+    /// every leadership, or after `CONTROLLED_SHUTDOWN_ATTEMPTS` answers.
     pub fn begin_controlled_shutdown(&mut self, now: u64) -> bool {
         match self.process.as_mut() {
             Some(p) if p.stopping.is_none() && p.paused_until.is_none() => {
