@@ -51,13 +51,18 @@
 //!
 //! # On a real ZooKeeper (feature `zookeeper`)
 //!
-//! ```ignore
+//! ```no_run
+//! # #[cfg(feature = "zookeeper")]
+//! # async fn run() -> Result<(), ha_coordination::CoordinationError> {
 //! use std::sync::Arc;
 //! use ha_coordination::{Coordination, ZooKeeperCoordination};
 //!
 //! let zk: Arc<dyn Coordination> =
 //!     Arc::new(ZooKeeperCoordination::connect("127.0.0.1:2181,127.0.0.1:2182/kafka").await?);
 //! let mut events = zk.events(); // watches + Connected / Disconnected / Expired
+//! # let _ = &mut events;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Kafka's layout on top of either backend is `kafka_controller::zk_data` (paths, JSON, and
