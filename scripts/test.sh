@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # The one command that runs every test of ha-blocks, as CI does:
 #   scripts/test.sh
-# It installs what the tests need when it is missing (ZooKeeper and kcat from Debian's
-# packages), then runs formatting, lint, the whole test suite (which includes the bounded fuzz
-# runs, the real-ZooKeeper interop tests and the real-client tests).
+# It installs what the tests need when it is missing (ZooKeeper, kcat and a JRE from Debian's
+# packages), then runs formatting; lint with default and with all features; the whole test
+# suite with all features (which includes the bounded fuzz runs, the real-ZooKeeper interop
+# tests and the real-client tests) and the library crates' tests with default features; a build
+# of each library crate without default features; the API docs with warnings denied; and a
+# dry run of publishing every publishable crate. Each step prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The crates published to crates.io, in dependency order.
+LIB_CRATES=(kafka-wire ha-coordination ha-testkit zab-core kafka-replication kafka-controller
+            kafka-broker zab-coordination)
 
 need_apt=()
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
@@ -18,11 +25,38 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
-echo "==> cargo fmt --check"
-cargo fmt --all -- --check
+step() {
+  local name=$1
+  shift
+  echo "==> $name"
+  local start=$SECONDS
+  "$@"
+  echo "<== $name: $((SECONDS - start)) s"
+}
 
-echo "==> cargo clippy"
-cargo clippy --workspace --all-targets --all-features -- -D warnings
+no_default_builds() {
+  local crate
+  for crate in "${LIB_CRATES[@]}"; do
+    echo "--> cargo build --no-default-features -p $crate"
+    cargo build --no-default-features -p "$crate"
+  done
+}
 
-echo "==> cargo test (unit, property, fuzz-bounded, interop)"
-cargo test --workspace --all-features --no-fail-fast
+default_feature_tests() {
+  local args=() crate
+  for crate in "${LIB_CRATES[@]}"; do args+=(-p "$crate"); done
+  cargo test "${args[@]}" --no-fail-fast
+}
+
+step "cargo fmt --check" cargo fmt --all -- --check
+step "cargo clippy (default features)" cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy (all features)" cargo clippy --workspace --all-targets --all-features -- -D warnings
+step "cargo test (all features: unit, property, fuzz-bounded, interop)" \
+  cargo test --workspace --all-features --no-fail-fast
+step "cargo test (library crates, default features)" default_feature_tests
+step "cargo build --no-default-features (each library crate)" no_default_builds
+step "cargo doc (warnings denied)" \
+  env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --all-features
+step "cargo publish --dry-run (every publishable crate)" \
+  cargo publish --workspace --dry-run
+echo "==> all passed"

@@ -12,3 +12,9 @@
 
 pub mod cluster;
 pub mod zookeeper_backend;
+
+/// The code of `docs/compose-a-broker.md`, compiled (and, where it starts no server, run) as
+/// doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/compose-a-broker.md")]
+pub struct ComposeABrokerDoctests;

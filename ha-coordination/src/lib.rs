@@ -15,7 +15,7 @@
 //!   `/brokers/ids/<id>` znode, KIP-380), `mzxid`, `ephemeral_owner`, `num_children`.
 //! - `set_data`, `delete` and [`Op::Check`] take an expected version ([`ANY_VERSION`] = any).
 //! - [`Coordination::multi`] applies a list of [`Op`]s atomically; a controller fences each of
-//!   its writes with `Op::Check("/controller_epoch", epoch_zk_version)` (Kafka's `KafkaZkClient` controller-epoch check, KAFKA-6082).
+//!   its writes with `Op::Check("/controller_epoch", epoch_zk_version)` (KAFKA-6082, as Kafka's `KafkaZkClient` does).
 //! - Watches are one-shot and arrive on [`Coordination::events`] together with session events.
 //!   When a session expires the client reports `Expired`, opens a new session and reports
 //!   `Connected` with the new id; the controller resigns, re-registers and re-reads then.
@@ -51,13 +51,18 @@
 //!
 //! # On a real ZooKeeper (feature `zookeeper`)
 //!
-//! ```ignore
+//! ```no_run
+//! # #[cfg(feature = "zookeeper")]
+//! # async fn run() -> Result<(), ha_coordination::CoordinationError> {
 //! use std::sync::Arc;
 //! use ha_coordination::{Coordination, ZooKeeperCoordination};
 //!
 //! let zk: Arc<dyn Coordination> =
 //!     Arc::new(ZooKeeperCoordination::connect("127.0.0.1:2181,127.0.0.1:2182/kafka").await?);
 //! let mut events = zk.events(); // watches + Connected / Disconnected / Expired
+//! # let _ = &mut events;
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! Kafka's layout on top of either backend is `kafka_controller::zk_data` (paths, JSON, and
@@ -88,3 +93,8 @@ pub use types::{
 };
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::{ZooKeeperCoordination, ZooKeeperOptions};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -95,3 +95,8 @@ pub use leader_link_tcp::{
     OFFSET_FOR_LEADER_EPOCH_VERSION,
 };
 pub use producer_ids::{BrokerRangeProducerIds, ProducerIdError, ProducerIdSource};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,4 +1,4 @@
-//! ISR change propagation (Kafka's `ZkData`): the batching rule as a pure function under a fake
+//! ISR change propagation (Kafka's `ReplicaManager.maybePropagateIsrChanges`): the batching rule as a pure function under a fake
 //! clock, and the periodic task writing `/isr_change_notification/isr_change_<seq>` on
 //! `MemoryCoordination` under tokio's paused clock.
 

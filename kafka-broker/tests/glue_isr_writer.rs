@@ -1,4 +1,4 @@
-//! `ZkIsrWriter` (Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData`, K1.3): the leader's ISR compare-and-set on the
+//! `ZkIsrWriter` (Kafka's `ReplicationUtils.updateLeaderAndIsr`, K1.3): the leader's ISR compare-and-set on the
 //! partition-state znode, on `MemoryCoordination` and on a real ZooKeeper started by
 //! `ha-testkit` (which fails under `CI` when ZooKeeper is missing and skips otherwise).
 
@@ -105,7 +105,7 @@ async fn cas_success(coord: Arc<dyn Coordination>, topic: &str) -> TestResult {
         "{refused:?}"
     );
 
-    // Kafka's `ZkData`: the recorded change goes out as one sequential notification.
+    // As Kafka's `ReplicaManager.maybePropagateIsrChanges`: the recorded change goes out as one sequential notification.
     let config = IsrPropagationConfig::default();
     let later = tokio::time::Instant::now() + Duration::from_secs(6);
     let path = propagate_once(&zk, w.changes(), &config, later)
@@ -212,7 +212,7 @@ impl Coordination for LoseFirstAnswer {
     }
 }
 
-/// Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData` (`checkLeaderAndIsrZkData`): the first write applied but its answer was
+/// Kafka's `ReplicationUtils.checkLeaderAndIsrZkData`: the first write applied but its answer was
 /// lost; the retry meets BADVERSION, re-reads exactly what it wrote and counts as success with
 /// the new epoch. A different content after BADVERSION stays a conflict.
 async fn retried_write_that_applied(coord: Arc<dyn Coordination>, topic: &str) -> TestResult {

@@ -1,11 +1,11 @@
-//! A real Kafka client (`kcat`, on librdkafka) against three `broker` processes on a real
-//! ZooKeeper: the topic is created with `admin`, `kcat -L` shows its leaders and ISRs,
+//! A real Kafka client (`kcat`, on librdkafka) against three `ha-broker` processes on a real
+//! ZooKeeper: the topic is created with `ha-admin`, `kcat -L` shows its leaders and ISRs,
 //! `kcat -P -X acks=all` produces keyed messages with headers and `kcat -C` reads every one
 //! back in order per partition; then the leader of partition 0 is SIGKILLed, a new leader
 //! takes over (K1), and after another 1,000 messages all 2,000 are read back. On the way,
-//! `admin` moves a partition off its leader (K7) and triggers a preferred election; at the end
+//! `ha-admin` moves a partition off its leader (K7) and triggers a preferred election; at the end
 //! the killed broker restarts on its data directory and rejoins every ISR, everything is read
-//! back once more, and `admin` deletes the topic (K2.1).
+//! back once more, and `ha-admin` deletes the topic (K2.1).
 //!
 //! Fails when `CI` is set and `kcat` or ZooKeeper is missing; skips with a notice otherwise.
 //! Every process it starts is killed when the test ends, passing or not.
@@ -312,7 +312,7 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
         .stdout
         .contains("PartitionCount: 3\tReplicationFactor: 3"));
 
-    // K7 through `admin`: partition 1 moves off its leader onto its two followers; then a
+    // K7 through `ha-admin`: partition 1 moves off its leader onto its two followers; then a
     // preferred election for it (its leader is then the preferred replica).
     let target: Vec<i32> = meta[&1].replicas.iter().copied().skip(1).collect();
     let list = target
@@ -410,7 +410,7 @@ fn kcat_against_three_broker_processes_on_zookeeper_survives_killing_a_partition
     });
     assert_all_read_back(&cluster.consume_all(), 2000, 1000);
 
-    // K2.1 through `admin`: with every replica online the controller deletes the topic.
+    // K2.1 through `ha-admin`: with every replica online the controller deletes the topic.
     let out = cluster.admin(&["delete-topic", TOPIC]);
     assert!(out.ok, "admin delete-topic: {}\n{}", out.stdout, out.stderr);
     let deadline = Instant::now() + Duration::from_secs(30);

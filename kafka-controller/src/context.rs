@@ -283,7 +283,7 @@ impl ReplicaAssignment {
         diff(&self.replicas, &self.removing_replicas)
     }
 
-    /// K7 step 1 / Kafka's `ControllerEventManager` and `ControllerChannelManager` U1: the assignment while moving to `target`:
+    /// K7 step 1, U1 of Kafka's `KafkaController.onPartitionReassignment`: the assignment while moving to `target`:
     /// RS = TRS ++ (ORS − TRS), adding = TRS − ORS, removing = ORS − TRS. Applied to an
     /// assignment already moving to `target` it returns the same assignment, so a successor
     /// controller can recompute it from what the store holds.
@@ -327,10 +327,10 @@ pub struct ControllerContext {
     pub controller_id: BrokerId,
     /// The controller epoch this controller won (K6.1).
     pub epoch: i32,
-    /// The znode version of `/controller_epoch` that fences every write (Kafka's `KafkaZkClient` controller-epoch check, KAFKA-6082).
+    /// The znode version of `/controller_epoch` that fences every write (KAFKA-6082, as Kafka's `KafkaZkClient` does).
     pub epoch_zk_version: i32,
-    /// Kafka's `PartitionLeaderElectionAlgorithms` (KIP-704): under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
-    /// `leader_recovery_state = RECOVERING` (KIP-704). Off by default (Kafka 2.8).
+    /// KIP-704: under ZooKeeper-mode Kafka ≥ 3.2, an unclean election writes
+    /// `leader_recovery_state = RECOVERING`. Off by default (Kafka 2.8).
     pub leader_recovery_on_unclean: bool,
     brokers: BTreeMap<BrokerId, BrokerInfo>,
     shutting_down: BTreeSet<BrokerId>,

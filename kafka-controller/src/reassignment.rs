@@ -1,11 +1,11 @@
 //! K7 partition reassignment as pure step functions over the controller context
-//! (`onPartitionReassignment`, Kafka's `ControllerEventManager` and `ControllerChannelManager` "Reassignment").
+//! (Kafka's `KafkaController.onPartitionReassignment`).
 //!
 //! With ORS the original replicas and TRS the target ones, the store first receives
 //! RS = TRS ++ (ORS − TRS) with adding = TRS − ORS and removing = ORS − TRS (step 1, U1), and
 //! RS = TRS only at the very end (step 10): the store holds the only durable copy of ORS, so
 //! a successor controller can always recompute the reassignment from it
-//! ([`PartitionReassignment::from_context`]) and resume. docs/behaviour.md's worked example lists AR as
+//! ([`PartitionReassignment::from_context`]) and resume. K7's worked example (docs/behaviour.md) lists AR as
 //! a set (1,2,3,4,5,6); in the store it is the list RS = 4,5,6,1,2,3.
 //!
 //! The steps, each one state-machine pass (send the batch after each):

@@ -1,4 +1,4 @@
-//! Controller → broker request batching (`ControllerBrokerRequestBatch`, Kafka's `ControllerEventManager` and `ControllerChannelManager`, K1.4).
+//! Controller → broker request batching (Kafka's `ControllerBrokerRequestBatch`, K1.4).
 //!
 //! One batch is filled by one state-machine pass and then drained with
 //! [`ControllerBrokerRequestBatch::send_requests`], which yields, per broker, at most one
@@ -75,7 +75,7 @@ pub struct StopReplicaPartitionState {
     pub delete: bool,
 }
 
-/// The fields every control request carries (Kafka's controller-epoch check in `ReplicaManager`, §4.6).
+/// The fields every control request carries (Kafka's `AbstractControlRequest`: controller id, controller epoch, broker epoch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlHeader {
     /// The controller's broker id.

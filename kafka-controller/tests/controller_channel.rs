@@ -1,4 +1,4 @@
-//! The controller's broker channel manager (Kafka's `ControllerEventManager` and `ControllerChannelManager`, §13.9): one FIFO queue and one
+//! The controller's broker channel manager (Kafka's `ControllerChannelManager`): one FIFO queue and one
 //! in-flight request per broker, the same item retried until it succeeds, nothing after it
 //! overtaking it, responses delivered back in order.
 

@@ -1,6 +1,6 @@
 //! K6 controller failover and K5 broker start-up, as sequences of passes: the context is
 //! loaded from the store (K6.7), the state machines start (K6.8), UpdateMetadata reaches every
-//! broker before any LeaderAndIsr (K6.10, Kafka's `ControllerEventManager` and `ControllerChannelManager`), and a new broker learns every
+//! broker before any LeaderAndIsr (K6.10, as Kafka's `onControllerFailover` does), and a new broker learns every
 //! partition (K5.1–K5.3).
 
 mod common;
@@ -57,7 +57,7 @@ fn k6_7_to_k6_10_failover_loads_store_and_sends_update_metadata_first() {
     assert_eq!(ctx.partition_state(&tp("t", 2)), PartitionState::New);
 
     let mut sent = Vec::new();
-    // Kafka's `ControllerEventManager` and `ControllerChannelManager` failover step 6: UpdateMetadata (live brokers, no partitions) to all.
+    // As Kafka's `onControllerFailover`: UpdateMetadata (live brokers, no partitions) to all.
     let mut batch = ControllerBrokerRequestBatch::new();
     let all: Vec<BrokerId> = ctx
         .live_or_shutting_down_broker_ids()

@@ -1,5 +1,5 @@
-//! Property tests of the pure parts: elections never break the ISR invariants (KAFKA-NOTES
-//! §13.4), assignments are valid and balanced (K2.2), reassignment arithmetic is resumable (K7).
+//! Property tests of the pure parts: elections never break the ISR invariants
+//! (K1.2), assignments are valid and balanced (K2.2), reassignment arithmetic is resumable (K7).
 
 use std::collections::{BTreeMap, BTreeSet};
 

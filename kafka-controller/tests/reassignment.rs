@@ -1,4 +1,4 @@
-//! K7 partition reassignment: each step, docs/behaviour.md's worked example (OAR {1,2,3} → RAR {4,5,6})
+//! K7 partition reassignment: each step, K7's worked example (docs/behaviour.md) (OAR {1,2,3} → RAR {4,5,6})
 //! asserted after every step, and a successor controller resuming from every step.
 
 mod common;
@@ -37,7 +37,7 @@ fn sorted(v: &[BrokerId]) -> Vec<BrokerId> {
     v
 }
 
-/// (AR in the store, leader, ISR) as docs/behaviour.md's table shows them.
+/// (AR in the store, leader, ISR) as K7's table in docs/behaviour.md shows them.
 fn row(store: &FakeStore) -> (Vec<BrokerId>, BrokerId, Vec<BrokerId>) {
     let ar = store.topics["t"][&0].replicas.clone();
     let l = &store.states[&tp("t", 0)];

@@ -1,4 +1,4 @@
-//! Controller request batching (Kafka's `ControllerEventManager` and `ControllerChannelManager`, K1.4): one LeaderAndIsr, one UpdateMetadata and
+//! Controller request batching (Kafka's `ControllerBrokerRequestBatch`, K1.4): one LeaderAndIsr, one UpdateMetadata and
 //! one StopReplica per broker per pass, merged flags, deletion markers, recipients and headers.
 
 mod common;

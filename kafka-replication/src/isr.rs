@@ -3,7 +3,7 @@
 //! A leader never changes its ISR on its own authority: it proposes the new ISR at the
 //! partition epoch it knows (the version of the partition's state in the coordination store)
 //! and the store accepts it — returning the next partition epoch — or reports a conflict with
-//! the state it holds, which the leader adopts before trying again (Kafka's `KafkaZkClient` controller-epoch check and partition-state compare-and-set). This
+//! the state it holds, which the leader adopts before trying again (Kafka's `ReplicationUtils.updateLeaderAndIsr`). This
 //! crate never knows the coordination store; the composition implements the trait on it.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Tests of [`ReplicaManager`], one per SPEC item K4.1–K4.5 and K8.1–K8.6.
+//! Tests of [`ReplicaManager`], one per behaviour K4.1–K4.5 and K8.1–K8.6.
 
 use super::*;
 use crate::log::{test_util::batch, MemoryLog};

@@ -51,3 +51,8 @@ pub use four_letter::{four_letter_word, four_letter_word_at, ServerMode, SrvrSta
 pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
 pub use ports::free_ports;
 pub use proxy::TcpProxy;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -41,3 +41,8 @@ mod state;
 pub use client::{ClientTimeouts, ZabCoordination};
 pub use ensemble::{EnsembleError, EnsembleTransport, ZabEnsemble, ZabEnsembleConfig};
 pub use server::ZabServer;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

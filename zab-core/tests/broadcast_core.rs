@@ -1,4 +1,4 @@
-//! Atomic broadcast (Z2, ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phase 3) driven by hand: zxid assignment, log
+//! Atomic broadcast (Z2, Zab's phase 3) driven by hand: zxid assignment, log
 //! before ACK, commit in zxid order on a quorum that counts the leader's own write, INFORM to
 //! observers, forwarded writes, `sync` barriers and the zxid rollover (ZOOKEEPER-1277).
 

@@ -1,4 +1,4 @@
-//! Synchronisation (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phase 2): the leader's DIFF / TRUNC / SNAP choice, the
+//! Synchronisation (Zab's phase 2, ZooKeeper's `LearnerHandler.syncFollower`): the leader's DIFF / TRUNC / SNAP choice, the
 //! packet order with NEWLEADER after the sync data (ZOOKEEPER-3104), and the learner's
 //! persist-then-epoch-then-ack order (ZOOKEEPER-3911).
 

@@ -191,7 +191,7 @@ fn z8_after_the_leader_fails_the_rest_elect_the_most_recent_history() {
     assert_eq!(net.last_decision(1).unwrap().vote.election_epoch, 2);
 }
 
-// ---------------------------------------------------------------- receive rules (§4.1)
+// ---------------------------------------------------------------- receive rules (`WorkerReceiver`)
 
 #[test]
 fn non_voter_gets_our_current_vote_at_once_and_is_not_counted() {

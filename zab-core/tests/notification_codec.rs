@@ -1,4 +1,4 @@
-//! The election notification codec (ZooKeeper's election notification format, `FastLeaderElection.Notification`): layouts, bad input, and a bounded fuzz run.
+//! The election notification codec (ZooKeeper's `FastLeaderElection.buildMsg` layout): layouts, bad input, and a bounded fuzz run.
 
 use proptest::prelude::*;
 use zab_core::notification::{parse_config_version, DecodeError, HEADER_LEN, LEGACY_LEN};
@@ -42,7 +42,7 @@ fn version_2_round_trips_with_its_config() {
 
 #[test]
 fn three_node_loopback_frame_is_182_bytes_like_zookeeper() {
-    // ZooKeeper's election notification format, `FastLeaderElection.Notification`: a 3-node loopback config is 138 bytes, the payload 182.
+    // In ZooKeeper's `buildMsg` layout a 3-node loopback config is 138 bytes, the payload 182.
     assert_eq!(CONFIG.len(), 138);
     assert_eq!(sample().encode().len(), 182);
 }

@@ -1,7 +1,7 @@
 //! `QuorumPeer`s over the TCP transport on loopback: start-up election and re-election after a
 //! leader crash (Z7, Z8), and bad input from a stranger that never stops a receiver, including
 //! the version-2 notification with config length 0 that kills ZooKeeper 3.8.0's receiver
-//! thread (ZooKeeper's election notification format, `FastLeaderElection.Notification`).
+//! thread (`FastLeaderElection.Messenger.WorkerReceiver`).
 
 #![cfg(feature = "tokio")]
 

@@ -1,5 +1,5 @@
 //! The demo's narration: a [`Timeline`] of lines stamped with the time since the start and,
-//! for each step, how long it took; and [`K7Narration`], naming the K7 steps (SPEC
+//! for each step, how long it took; and [`K7Narration`], naming the K7 steps (docs/behaviour.md
 //! numbering) of a reassignment from the writes and control requests observed in order.
 
 use std::time::Instant;
@@ -48,7 +48,7 @@ impl<F: FnMut(&str)> Timeline<F> {
     }
 }
 
-/// Names the K7 steps (SPEC numbering) of a partition moving from `oar` led by `old_leader` to
+/// Names the K7 steps (as docs/behaviour.md numbers them) of a partition moving from `oar` led by `old_leader` to
 /// `rar`, from the writes and requests observed in order.
 pub(super) struct K7Narration<'a> {
     pub(super) oar: &'a [i32],

@@ -1,14 +1,14 @@
-//! `admin`: ZooKeeper-mode Kafka's admin tools for an ha-blocks cluster — topics, partition
+//! `ha-admin`: ZooKeeper-mode Kafka's admin tools for an ha-blocks cluster — topics, partition
 //! reassignment, preferred leader election and the broker list — written to and read from the
 //! coordination store, where the controller picks them up through its watches.
 //!
 //! ```text
-//! admin --zookeeper 127.0.0.1:2181 create-topic orders --partitions 3 --replication-factor 3
-//! admin --zookeeper 127.0.0.1:2181 describe [orders]
-//! admin --zookeeper 127.0.0.1:2181 delete-topic orders
-//! admin --zookeeper 127.0.0.1:2181 reassign orders 0 2,3,4
-//! admin --zookeeper 127.0.0.1:2181 preferred-election [orders 0]
-//! admin --zookeeper 127.0.0.1:2181 list-brokers
+//! ha-admin --zookeeper 127.0.0.1:2181 create-topic orders --partitions 3 --replication-factor 3
+//! ha-admin --zookeeper 127.0.0.1:2181 describe [orders]
+//! ha-admin --zookeeper 127.0.0.1:2181 delete-topic orders
+//! ha-admin --zookeeper 127.0.0.1:2181 reassign orders 0 2,3,4
+//! ha-admin --zookeeper 127.0.0.1:2181 preferred-election [orders 0]
+//! ha-admin --zookeeper 127.0.0.1:2181 list-brokers
 //! ```
 
 use std::collections::BTreeMap;

@@ -1,11 +1,11 @@
-//! `broker`: one broker process — a [`BrokerNode`] on a real ZooKeeper ensemble, or a
+//! `ha-broker`: one broker process — a [`BrokerNode`] on a real ZooKeeper ensemble, or a
 //! single-node broker with an in-memory store and in-memory logs.
 //!
 //! ```text
-//! broker --config server.properties [--override key=value …] [flags]
-//! broker --id 1 --listen 127.0.0.1:9092 --data-dir /var/lib/ha-blocks/1 \
-//!        --zookeeper 127.0.0.1:2181[,host:port…][/chroot]
-//! broker --id 1 --listen 127.0.0.1:9092 --memory --topic orders:3
+//! ha-broker --config server.properties [--override key=value …] [flags]
+//! ha-broker --id 1 --listen 127.0.0.1:9092 --data-dir /var/lib/ha-blocks/1 \
+//!           --zookeeper 127.0.0.1:2181[,host:port…][/chroot]
+//! ha-broker --id 1 --listen 127.0.0.1:9092 --memory --topic orders:3
 //! ```
 //!
 //! Settings come from `--config` (Kafka's `server.properties` keys: `broker.id`, `listeners`,

@@ -1,5 +1,5 @@
 //! [`ZkIsrWriter`]: a ZooKeeper-mode leader writing its partition's ISR itself, with a
-//! compare-and-set on `/brokers/topics/<t>/partitions/<p>/state` (Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData`), over any
+//! compare-and-set on `/brokers/topics/<t>/partitions/<p>/state` (Kafka's `ReplicationUtils.updateLeaderAndIsr`), over any
 //! [`Coordination`] store.
 //!
 //! The expected znode version is the partition epoch the proposal is based on. The leader keeps
@@ -85,7 +85,7 @@ pub enum IsrWriteError {
     },
 }
 
-/// K1.3 / Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData`: the [`IsrWriter`] of a ZooKeeper-mode leader.
+/// K1.3, Kafka's `ReplicationUtils.updateLeaderAndIsr`: the [`IsrWriter`] of a ZooKeeper-mode leader.
 ///
 /// Runs on a tokio runtime (the pause between retries of a write lost with the connection is
 /// a tokio timer). It learns the controller epoch of each partition it leads through its
@@ -268,7 +268,7 @@ impl ZkIsrWriter {
         Ok(result)
     }
 
-    /// Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData` (`checkLeaderAndIsrZkData`): after `BADVERSION`, content equal to
+    /// Kafka's `ReplicationUtils.checkLeaderAndIsrZkData`: after `BADVERSION`, content equal to
     /// what we wrote means our write applied (a retried write); else the state moved on.
     async fn after_bad_version(
         &self,

@@ -3,9 +3,9 @@
 //! ZooKeeper):
 //!
 //! - [`ZkIsrWriter`]: the leader's ISR compare-and-set on the partition-state znode
-//!   (Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData`), recording each change for propagation;
+//!   (Kafka's `ReplicationUtils.updateLeaderAndIsr`), recording each change for propagation;
 //! - [`IsrChangePropagator`] and [`PendingIsrChanges`]: batched
-//!   `/isr_change_notification/isr_change_<seq>` nodes (Kafka's `ZkData`);
+//!   `/isr_change_notification/isr_change_<seq>` nodes (Kafka's `IsrChangeNotificationZNode`);
 //! - [`BrokerRegistrar`]: `/brokers/ids/<id>` with the broker epoch (KIP-380), registered again
 //!   after session expiry; a registration still held by an older session (a restart before
 //!   that session expired) is waited for, up to the session timeout plus a margin;

@@ -1,4 +1,4 @@
-//! ISR change propagation (Kafka's `ZkData`): after a leader changes a partition's ISR in the
+//! ISR change propagation (Kafka's `ReplicaManager.maybePropagateIsrChanges`): after a leader changes a partition's ISR in the
 //! store it records the partition here; a periodic task writes all pending partitions as one
 //! sequential `/isr_change_notification/isr_change_<seq>` node once the changes have settled
 //! (no new change for `linger`) or when the last notification is older than `max_delay`.

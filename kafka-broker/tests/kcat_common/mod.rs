@@ -1,5 +1,5 @@
-//! Helpers of the multi-process kcat test: `broker` processes stopped on drop, `kcat` and
-//! `admin` runs with a time limit, and a parser of `kcat -L` output.
+//! Helpers of the multi-process kcat test: `ha-broker` processes stopped on drop, `kcat` and
+//! `ha-admin` runs with a time limit, and a parser of `kcat -L` output.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -20,7 +20,7 @@ pub fn kcat_present() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// A `broker` process, killed (SIGKILL) and reaped when dropped.
+/// A `ha-broker` process, killed (SIGKILL) and reaped when dropped.
 pub struct BrokerProcess {
     /// The broker id.
     pub id: i32,
@@ -32,7 +32,7 @@ pub struct BrokerProcess {
 }
 
 impl BrokerProcess {
-    /// Starts `broker` with `args` (its id is `id`), logging to `log`, and waits up to
+    /// Starts `ha-broker` with `args` (its id is `id`), logging to `log`, and waits up to
     /// `timeout` for its `broker <id> listening on <addr>` line.
     pub fn start(id: i32, args: &[String], log: &Path, timeout: Duration) -> Result<Self, String> {
         let err = File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;

@@ -190,7 +190,7 @@ impl Controller {
         self.send_batch()
     }
 
-    /// Controlled shutdown (Kafka's `ControllerEventManager` and `ControllerChannelManager`): refused unless active and the broker epoch is
+    /// Controlled shutdown (Kafka's `KafkaController.doControlledShutdown`): refused unless active and the broker epoch is
     /// current; leaderships of the broker move first (ControlledShutdown election), its
     /// follower replicas go Offline (StopReplica, ISR shrink); returns what it still leads.
     pub(super) async fn controlled_shutdown(

@@ -1,4 +1,4 @@
-//! The controller's events and its event queue (Kafka's `ControllerEventManager` and `ControllerChannelManager`, `ControllerEventManager`):
+//! The controller's events and its event queue (Kafka's `ControllerEventManager`):
 //! one FIFO drained one event at a time by the event loop; session expiry replaces everything
 //! pending (`clearAndPut(Expire)`), and callers waiting on preempted events get an error.
 
@@ -43,7 +43,7 @@ pub enum ControllerEvent {
     /// The children of `/log_dir_event_notification` changed: a broker's log directory
     /// failed.
     LogDirEventNotification,
-    /// A broker asks to shut down (Kafka's `ControllerEventManager` and `ControllerChannelManager` "Controlled shutdown"); the reply lists
+    /// A broker asks to shut down (Kafka's `ControlledShutdown` controller event); the reply lists
     /// the partitions it still leads.
     ControlledShutdown {
         /// The broker.

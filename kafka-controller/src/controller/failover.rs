@@ -107,7 +107,7 @@ impl Controller {
         } else {
             Vec::new()
         };
-        // Delete stale ISR change notifications (Kafka's `ControllerEventManager` and `ControllerChannelManager` failover step 2).
+        // Delete stale ISR change notifications (as Kafka's `onControllerFailover` does).
         let notifications = self.zk.isr_change_notifications(true).await?;
         if notifications.is_empty() {
             coord.exists(paths::ISR_CHANGE_NOTIFICATION, true).await?;
@@ -221,7 +221,7 @@ impl Controller {
                 active.ctx.set_topic_ineligible_for_deletion(&t, true);
             }
         }
-        // K6.10 (Kafka's `ControllerEventManager` and `ControllerChannelManager` step 6): UpdateMetadata with the live brokers to every broker
+        // K6.10 (as Kafka's `onControllerFailover` does): UpdateMetadata with the live brokers to every broker
         // before any LeaderAndIsr.
         active.batch.add_update_metadata_to_all(&active.ctx, &[]);
         let requests = active.batch.send_requests(&active.ctx);

@@ -1,4 +1,4 @@
-//! ISR change notifications (Kafka's `ZkData`): ZooKeeper-mode leaders that changed an ISR
+//! ISR change notifications (Kafka's `KafkaController.processIsrChangeNotification`): ZooKeeper-mode leaders that changed an ISR
 //! write `/isr_change_notification/isr_change_<seq>`; the controller re-reads those
 //! partitions' states, sends UpdateMetadata for them to every broker, checks whether a
 //! reassignment can now finish, and deletes the notifications.

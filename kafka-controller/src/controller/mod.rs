@@ -1,4 +1,4 @@
-//! The controller as a single event loop (Kafka's `ControllerEventManager` and `ControllerChannelManager`), feature `tokio`: a tokio task drains a queue of
+//! The controller as a single event loop (Kafka's `KafkaController` on its `ControllerEventManager`), feature `tokio`: a tokio task drains a queue of
 //! [`ControllerEvent`]s one at a time, like Kafka's controller event thread. Coordination
 //! watches, controlled-shutdown requests, broker responses and the auto-rebalance tick become
 //! events; session expiry preempts everything pending (`clearAndPut(Expire)`). Every handler

@@ -1,6 +1,6 @@
 //! The controller's reads and writes of the coordination store: partition states read and
 //! written with all requests in flight at once (pipelined), every write fenced by the
-//! controller epoch (Kafka's `KafkaZkClient` controller-epoch check, KAFKA-6082), topic assignments rewritten keeping the fields the
+//! controller epoch (KAFKA-6082, as Kafka's `KafkaZkClient` does), topic assignments rewritten keeping the fields the
 //! controller does not own, and the conversions between znode JSON and the context's types.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Topic deletion (K2.1, Kafka's `ControllerEventManager` and `ControllerChannelManager` `TopicDeletionManager`). An admin creates
+//! Topic deletion (K2.1, Kafka's `TopicDeletionManager`). An admin creates
 //! `/admin/delete_topics/<t>`; with `delete.topic.enable` the controller queues the topic,
 //! takes its partitions Offline → NonExistent, sends UpdateMetadata (leader -2), moves live
 //! replicas Offline → ReplicaDeletionStarted (StopReplica with delete, leader epoch -2) and

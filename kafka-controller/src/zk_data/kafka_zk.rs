@@ -290,7 +290,7 @@ impl KafkaZkClient {
         }
     }
 
-    /// Kafka's `KafkaZkClient` controller-epoch check, KAFKA-6082: applies `ops` only if `/controller_epoch` is still at
+    /// KAFKA-6082, as Kafka's `KafkaZkClient` does: applies `ops` only if `/controller_epoch` is still at
     /// `epoch.zk_version`, as one transaction. Results are those of `ops` (the check's is
     /// dropped); a failing op of `ops` is reported with its index in `ops`. A failed check is
     /// [`KafkaZkError::ControllerMoved`]: nothing was written and the controller must resign.
@@ -451,7 +451,7 @@ impl KafkaZkClient {
             .collect()
     }
 
-    /// K1 / Kafka's partition-state compare-and-set, `ReplicationUtils.checkLeaderAndIsrZkData`: writes a partition state with compare-and-set on its znode
+    /// K1.3, Kafka's `KafkaZkClient.updateLeaderAndIsr`: writes a partition state with compare-and-set on its znode
     /// version, fenced by the controller epoch; returns the new version (partition epoch).
     /// `BadVersion` (a leader changed the ISR meanwhile) comes back as
     /// `Coordination(MultiOpFailed { index: 0, BadVersion })`: re-read and retry.

@@ -1,5 +1,5 @@
-//! The znode layout of ZooKeeper-mode Kafka: paths and typed JSON contents (Kafka's `ZkData`,
-//! Kafka's `ZkData.scala`), so the controller's state is where, and as, Kafka keeps it.
+//! The znode layout of ZooKeeper-mode Kafka: paths and typed JSON contents (Kafka's
+//! `ZkData.scala`), so the controller's state is where, and as, Kafka keeps it.
 //!
 //! Every JSON type keeps fields it does not know in `extra` and writes them back unchanged, so
 //! a read-modify-write never drops what a newer Kafka wrote. Malformed content decodes to a

@@ -1,4 +1,4 @@
-//! The znode paths of ZooKeeper-mode Kafka (Kafka's `ZkData`, Kafka's `ZkData.scala`).
+//! The znode paths of ZooKeeper-mode Kafka (Kafka's `ZkData.scala`).
 
 /// Ephemeral; names the active controller.
 pub const CONTROLLER: &str = "/controller";

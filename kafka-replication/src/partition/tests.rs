@@ -1,4 +1,4 @@
-//! Unit tests of [`Partition`] per SPEC item, the regression scenarios that the 0.8 design
+//! Unit tests of [`Partition`] per behaviour (K4, K8), the regression scenarios that the 0.8 design
 //! fails (KIP-101, KIP-279, KAFKA-7128), and property tests over random interleavings.
 
 use super::*;

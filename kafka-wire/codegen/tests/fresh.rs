@@ -1,4 +1,6 @@
-//! The committed message code is exactly what the generator makes from the specs.
+//! The committed message code is exactly what the generator makes from a copy of Apache Kafka's
+//! message specs: the directory named by `KAFKA_MESSAGE_SPECS`, else a fixed path beside the
+//! repository (see `codegen/README.md`).
 
 use std::path::PathBuf;
 
@@ -17,9 +19,9 @@ fn generated_code_is_fresh() {
     let Some(specs) = specs_dir() else {
         assert!(
             std::env::var_os("CI").is_none(),
-            "kafka message specs not found (set KAFKA_MESSAGE_SPECS or place them at ../shared/kafka-message-specs)"
+            "no copy of Apache Kafka's message specs found: set KAFKA_MESSAGE_SPECS to a directory holding them (see kafka-wire/codegen/README.md)"
         );
-        eprintln!("notice: kafka message specs not found; generated_code_is_fresh skipped");
+        eprintln!("notice: no copy of Apache Kafka's message specs found (KAFKA_MESSAGE_SPECS); generated_code_is_fresh skipped");
         return;
     };
     let files = kafka_wire_codegen::generate(&specs).expect("specs generate");

@@ -1,7 +1,7 @@
 //! One simulated Kafka broker on the real cores: `kafka-replication`'s [`ReplicaManager`] with
 //! one [`ReplicaFetcher`] per leader it follows, `kafka-controller`'s [`Controller`]
 //! campaigning on the broker's own coordination session, the broker's registration in
-//! `/brokers/ids` (its broker epoch, KIP-380) and the ISR writes of `ha-examples`'
+//! `/brokers/ids` (its broker epoch, KIP-380) and the ISR writes of `kafka-broker`'s
 //! [`ZkIsrWriter`]. The simulator hands it messages and time; it answers over the simulated
 //! network. It can crash (its logs stay on its disk), restart, and pause.
 
@@ -292,7 +292,7 @@ impl SimBroker {
     }
 
     /// Begins a clean stop (K6): ControlledShutdown to the controller until it has moved
-    /// every leadership, or after [`CONTROLLED_SHUTDOWN_ATTEMPTS`] answers.
+    /// every leadership, or after `CONTROLLED_SHUTDOWN_ATTEMPTS` answers.
     pub fn begin_controlled_shutdown(&mut self, now: u64) -> bool {
         match self.process.as_mut() {
             Some(p) if p.stopping.is_none() && p.paused_until.is_none() => {

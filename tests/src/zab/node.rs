@@ -239,7 +239,7 @@ impl Server {
     }
 
     /// Election wire bytes from `from`. Undecodable ones are dropped; the receiver goes on
-    /// (ZooKeeper's election notification format, `FastLeaderElection.Notification`: one bad message must never silence a server).
+    /// (as in ZooKeeper's `FastLeaderElection.Messenger.WorkerReceiver`, one bad message must never silence a server).
     pub fn on_vote(
         &mut self,
         now: Instant,

@@ -1,4 +1,4 @@
-//! [`LeaderBroadcast`]: the leader's side of atomic broadcast (Z2, ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phase 3).
+//! [`LeaderBroadcast`]: the leader's side of atomic broadcast (Z2, Zab's phase 3 as ZooKeeper's `Leader` runs it).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! [`LearnerBroadcast`]: a follower or observer through synchronisation and broadcast
-//! (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phases 2 and 3).
+//! (Zab's phases 2 and 3, ZooKeeper's `Learner.syncWithLeader` and `Follower.followLeader`).
 
 use std::collections::VecDeque;
 

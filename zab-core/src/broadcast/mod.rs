@@ -1,4 +1,4 @@
-//! Zab recovery (synchronisation) and atomic broadcast (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader` phases 2 and 3, Z2)
+//! Zab recovery (synchronisation) and atomic broadcast (Zab's phases 2 and 3, Z2)
 //! as sans-IO state machines, continuing where discovery fixed the new epoch:
 //!
 //! - [`choose_sync`] and [`leader_sync_packets`]: the leader's DIFF / TRUNC / SNAP choice from

@@ -1,5 +1,5 @@
 //! `LeaderDiscovery`: the leader's side of Zab discovery and its heartbeats, as a sans-IO state
-//! machine (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader`; Z1, Z5, Z6).
+//! machine (Zab's phase 1, ZooKeeper's `Leader.lead`; Z1, Z5, Z6).
 //!
 //! 1. Collect FOLLOWERINFO (each learner's `acceptedEpoch`). Once the senders plus ourselves
 //!    contain a quorum, propose `max(acceptedEpoch) + 1`, persist it as our `acceptedEpoch` and

@@ -1,5 +1,5 @@
 //! `LearnerDiscovery`: a follower's (or observer's) side of Zab discovery and heartbeats, as a
-//! sans-IO state machine (ZooKeeper's `Leader.lead` and `Learner.syncWithLeader`; Z1, Z6).
+//! sans-IO state machine (Zab's phase 1, ZooKeeper's `Learner.registerWithLeader`; Z1, Z6).
 //!
 //! FOLLOWERINFO(acceptedEpoch) → LEADERINFO(e): refuse `e < acceptedEpoch` (Z1), persist
 //! `acceptedEpoch = e` if larger, answer ACKEPOCH(currentEpoch, lastZxid) → DIFF / TRUNC / SNAP,

@@ -1,4 +1,4 @@
-//! ZooKeeper's jute `QuorumPacket` (ZooKeeper's `QuorumPacket`) as spoken on the quorum port, with the
+//! ZooKeeper's jute `QuorumPacket` as spoken on the quorum port, with the
 //! packet types and payloads used by discovery and heartbeats.
 //!
 //! A stream carries records back to back with no outer length prefix:
@@ -15,7 +15,7 @@ pub const MAX_AUTH_STRING: usize = 4096;
 /// The learner protocol version ZooKeeper 3.8 announces (`0x10000`).
 pub const LEARNER_PROTOCOL_VERSION: i32 = 0x10000;
 
-/// Packet types of the quorum port (ZooKeeper's `QuorumPacket`).
+/// Packet types of the quorum port (the packet constants of ZooKeeper's `Leader`).
 pub mod packet_type {
     /// Learner forwards a client write to the leader (zxid −1).
     pub const REQUEST: i32 = 1;

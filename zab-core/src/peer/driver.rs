@@ -634,7 +634,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                     }
                     self.core.handle_notification(now, from, n);
                 }
-                // Malformed notifications are dropped; the receiver keeps going (ZooKeeper's election notification format, `FastLeaderElection.Notification`).
+                // Malformed notifications are dropped; the receiver keeps going (as ZooKeeper's `WorkerReceiver` does).
                 Err(e) => debug!(sid = from.0, "undecodable notification dropped: {e}"),
             },
             TransportEvent::ConnectionUp(s) => self.core.connection_up(now, s),

@@ -3,10 +3,10 @@
 //! ([`TcpTransport`], ZooKeeper's `QuorumCnxManager`).
 //!
 //! A transport carries two kinds of traffic:
-//! - election messages: encoded notifications (ZooKeeper's election notification format, `FastLeaderElection.Notification`), one per frame, best effort, newest
+//! - election messages: encoded notifications (ZooKeeper's `FastLeaderElection.buildMsg` layout), one per frame, best effort, newest
 //!   wins per destination;
 //! - quorum packets ([`QuorumPacket`]) between a leader and its learners, for discovery and
-//!   heartbeats (Zab 1.0 as ZooKeeper's `Leader` and `Learner` run it), in order per connection.
+//!   heartbeats (Zab 1.0, as ZooKeeper's `Leader` and `Learner` run it), in order per connection.
 
 mod memory;
 mod tcp;
@@ -64,7 +64,7 @@ pub trait Transport: Send + 'static {
     /// kept. A message to ourselves is looped back.
     fn send_election(&mut self, to: ServerId, payload: Bytes);
 
-    /// Encodes `notification` (ZooKeeper's election notification format, `FastLeaderElection.Notification`) and queues it for `to`, as
+    /// Encodes `notification` (ZooKeeper's `FastLeaderElection.buildMsg` layout) and queues it for `to`, as
     /// [`send_election`](Self::send_election) does.
     fn send_notification(&mut self, to: ServerId, notification: &Notification) {
         self.send_election(to, Bytes::from(notification.encode()));

@@ -1,6 +1,6 @@
 //! The transaction log: the [`TxnLog`] storage trait (append with an fsync policy, read after a
 //! zxid, truncate, last zxid, snapshots) with an in-memory ([`MemoryTxnLog`]) and a file
-//! ([`FileTxnLog`]) implementation. Recovery and broadcast (Zab 1.0 as ZooKeeper's `Leader` and `Learner` run it) write proposals here
+//! ([`FileTxnLog`]) implementation. Zab's recovery and broadcast write proposals here
 //! before acknowledging them, and choose DIFF / TRUNC / SNAP from what it holds.
 //!
 //! The trait is synchronous: a file log blocks on disk writes, so an async driver calls it

@@ -1,6 +1,5 @@
 //! `TcpTransport`: election connections wire-compatible with ZooKeeper 3.8's
-//! `QuorumCnxManager` (ZooKeeper's `QuorumCnxManager`) and quorum connections carrying jute `QuorumPacket`s
-//! (ZooKeeper's `QuorumPacket`).
+//! `QuorumCnxManager` and quorum connections carrying ZooKeeper's jute `QuorumPacket`s.
 //!
 //! Election port rules implemented here:
 //! - the initiator sends the V1 header (`-65536`, sid, addrLen 1..=2048, `host:port`); the acceptor
