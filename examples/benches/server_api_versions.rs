@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use bytes::{BufMut, Bytes, BytesMut};
 use clap::builder::RangedU64ValueParser;
 use clap::{value_parser, Parser};
-use bytes::{BufMut, Bytes, BytesMut};
 use kafka_broker::server::{
     RequestContext, RequestHandler, Server, ServerConfig, ServerHandle, SupportedApis,
 };
@@ -201,7 +201,11 @@ fn main() {
     if args.harness.list {
         return;
     }
-    if args.filter.as_ref().is_some_and(|f| !NAME.contains(f.as_str())) {
+    if args
+        .filter
+        .as_ref()
+        .is_some_and(|f| !NAME.contains(f.as_str()))
+    {
         return;
     }
     let (rounds, run) = if args.bench {

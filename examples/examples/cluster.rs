@@ -76,22 +76,20 @@ async fn main() -> ExitCode {
         config.records_per_partition = n;
     }
     match (args.zookeeper, args.coordination) {
-        (Some(connect), _) => {
-            match ZooKeeperHarness::start(&connect, DEFAULT_ROOT).await {
-                Ok(harness) => {
-                    say(&format!(
-                        "coordination: ZooKeeper {} under {}",
-                        harness.servers().join(","),
-                        harness.root()
-                    ));
-                    config.harness = Arc::new(harness);
-                }
-                Err(e) => {
-                    println!("VERDICT: FAIL — the demo stopped: {e}");
-                    return ExitCode::FAILURE;
-                }
+        (Some(connect), _) => match ZooKeeperHarness::start(&connect, DEFAULT_ROOT).await {
+            Ok(harness) => {
+                say(&format!(
+                    "coordination: ZooKeeper {} under {}",
+                    harness.servers().join(","),
+                    harness.root()
+                ));
+                config.harness = Arc::new(harness);
             }
-        }
+            Err(e) => {
+                println!("VERDICT: FAIL — the demo stopped: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
         (None, Backend::Zab) => match zab_backend(&say).await {
             Ok(ensemble) => {
                 config.harness = ensemble.clone();

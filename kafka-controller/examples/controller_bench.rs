@@ -105,7 +105,8 @@ impl Progress {
         self.done += 1;
         if let Err(e) = outcome {
             self.failed += 1;
-            self.first_error.get_or_insert_with(|| format!("{path}: {e}"));
+            self.first_error
+                .get_or_insert_with(|| format!("{path}: {e}"));
         }
     }
 
@@ -282,7 +283,9 @@ async fn failover(
     .await;
     if active.is_none() {
         handle.shutdown();
-        return Err(format!("broker 1's controller was not active within {CONTROLLER_LIMIT:?}").into());
+        return Err(
+            format!("broker 1's controller was not active within {CONTROLLER_LIMIT:?}").into(),
+        );
     }
     let Some(context) = handle.context().await else {
         handle.shutdown();

@@ -55,7 +55,10 @@ fn main() -> ExitCode {
         match v.to_str().and_then(|v| v.parse().ok()) {
             Some(n) => cfg.trace_capacity = n,
             None => {
-                eprintln!("error: TRACE={} is not a number of events", v.to_string_lossy());
+                eprintln!(
+                    "error: TRACE={} is not a number of events",
+                    v.to_string_lossy()
+                );
                 return ExitCode::from(2);
             }
         }
