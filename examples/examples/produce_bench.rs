@@ -119,9 +119,13 @@ fn latency_histogram() -> Histogram<u64> {
     Histogram::new(3).expect("3 significant digits are supported")
 }
 
-/// Records `d` in `h` (nanoseconds).
+/// Records `d` in `h` (nanoseconds), growing `h` to fit (only a value beyond what a resize can
+/// hold is clamped to the largest one it holds).
 fn record(h: &mut Histogram<u64>, d: Duration) {
-    h.saturating_record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
 }
 
 /// The `q` quantile of `h`.

@@ -175,7 +175,11 @@ impl Window {
         }
         if ok {
             let us = u64::try_from(now.duration_since(t0).as_micros()).unwrap_or(u64::MAX);
-            f.latencies_us.saturating_record(us);
+            // The histogram grows to fit; only a value beyond what a resize can hold is
+            // clamped to the largest one it holds.
+            if f.latencies_us.record(us).is_err() {
+                f.latencies_us.saturating_record(us);
+            }
         } else {
             f.errors += 1;
         }
