@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{BufMut, Bytes, BytesMut};
-use clap::builder::RangedU64ValueParser;
-use clap::{value_parser, Parser};
+use clap::Parser;
 use kafka_broker::server::{
     RequestContext, RequestHandler, Server, ServerConfig, ServerHandle, SupportedApis,
 };
@@ -40,14 +39,22 @@ struct Args {
     #[arg(long)]
     bench: bool,
     /// Alternating rounds per case when measuring.
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive::<usize>)]
     rounds: usize,
     /// Length of each round in milliseconds when measuring.
-    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = positive::<u64>)]
     round_ms: u64,
     /// The test harness's options (`cargo test --benches -- ...`), accepted and ignored.
     #[command(flatten)]
     harness: HarnessOptions,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
 }
 
 /// libtest's options, which `cargo test -- <options>` passes to every test and bench binary.

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 
-use clap::builder::{NonEmptyStringValueParser, RangedU64ValueParser};
+use clap::builder::NonEmptyStringValueParser;
 use clap::{Parser, ValueEnum};
 use ha_examples::cluster::{run, DemoConfig, DemoStep};
 use ha_examples::zookeeper_backend::{ZooKeeperHarness, DEFAULT_ROOT};
@@ -37,7 +37,7 @@ use zab_coordination::ZabEnsemble;
 #[command(name = "cluster")]
 struct Args {
     /// Records produced to each partition in each produce round (default 100).
-    #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", value_parser = positive::<usize>)]
     records: Option<usize>,
     /// Run on a real ZooKeeper ensemble at this connect string; the demo works under
     /// `/ha-blocks-demo` (below the chroot, if any), which it deletes and creates again.
@@ -61,6 +61,14 @@ enum Backend {
     Memory,
     /// Three in-process ZAB peers (`ZabEnsemble`); the demo also kills the ZAB leader.
     Zab,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
 }
 
 #[tokio::main]

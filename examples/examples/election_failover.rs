@@ -25,7 +25,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::builder::RangedU64ValueParser;
 use clap::Parser;
 use ha_testkit::{ServerMode, ZkEnsemble};
 use hdrhistogram::Histogram;
@@ -44,11 +43,19 @@ const LIMIT: Duration = Duration::from_secs(60);
 #[command(name = "election_failover")]
 struct Args {
     /// Runs per figure.
-    #[arg(default_value_t = 5, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(default_value_t = 5, value_parser = positive::<usize>)]
     runs: usize,
     /// Only our peers: do not start ZooKeeper servers.
     #[arg(long)]
     ours_only: bool,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
 }
 
 fn main() {
@@ -125,7 +132,8 @@ fn stats(v: &[Duration]) -> Option<(f64, f64, f64)> {
             h.saturating_record(us);
         }
     }
-    let ms = |us: u64| us as f64 / 1000.0;
+    // Each figure as the middle of its histogram bucket, so that one run shows one value.
+    let ms = |us: u64| h.median_equivalent(us) as f64 / 1000.0;
     Some((ms(h.value_at_quantile(0.5)), ms(h.min()), ms(h.max())))
 }
 

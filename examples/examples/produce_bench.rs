@@ -36,7 +36,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use clap::builder::RangedU64ValueParser;
 use clap::Parser;
 use hdrhistogram::Histogram;
 use kafka_broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
@@ -86,32 +85,35 @@ const LATENCY_TARGET: f64 = 5.0;
 #[command(name = "produce_bench")]
 struct Settings {
     /// Records to produce in the throughput phase (over all producers).
-    #[arg(long, value_name = "N", default_value_t = 96_000, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 96_000, value_parser = positive::<usize>)]
     records: usize,
     /// Producer connections; producer i writes to partition i mod 3, on its leader.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive::<usize>)]
     producers: usize,
     /// Requests each producer keeps outstanding
     /// (`max.in.flight.requests.per.connection`).
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive::<usize>)]
     in_flight: usize,
     /// Records (of 1 KiB) per produce request, one batch each.
-    #[arg(long, value_name = "RECORDS", default_value_t = 16, value_parser = positive())]
+    #[arg(long, value_name = "RECORDS", default_value_t = 16, value_parser = positive::<usize>)]
     batch: usize,
     /// Requests of the unloaded commit latency run (one producer, one record per request).
-    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = positive::<usize>)]
     latency_samples: usize,
     /// MiB copied by the raw TCP bulk-copy baseline.
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive::<usize>)]
     baseline_mib: usize,
     /// Round trips of the raw TCP ping-pong baseline.
-    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive())]
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive::<usize>)]
     ping_samples: usize,
 }
 
-/// Parses a positive count.
-fn positive() -> RangedU64ValueParser<usize> {
-    RangedU64ValueParser::<usize>::new().range(1..)
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
 }
 
 /// A latency histogram in nanoseconds, three significant digits, growing to fit any value.

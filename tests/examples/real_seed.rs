@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{value_parser, CommandFactory, Parser};
+use clap::{CommandFactory, Parser};
 use ha_tests::real::cluster::{run_seed, run_seeds};
 use ha_tests::real::{RealConfig, RealFaults};
 
@@ -26,11 +26,27 @@ struct Args {
     #[arg(default_value_t = 0)]
     first: u64,
     /// How many seeds to run.
-    #[arg(default_value_t = 1, value_parser = value_parser!(u64).range(1..))]
+    #[arg(default_value_t = 1, value_parser = positive::<u64>)]
     count: u64,
     /// Brokers in the cluster (at least the replication factor, 3).
-    #[arg(default_value_t = 3, value_parser = value_parser!(i32).range(3..))]
+    #[arg(default_value_t = 3, value_parser = brokers)]
     brokers: i32,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
+}
+
+/// Parses a broker count: at least the replication factor, 3.
+fn brokers(s: &str) -> Result<i32, String> {
+    match s.parse::<i32>() {
+        Ok(n) if n >= 3 => Ok(n),
+        _ => Err("expected a whole number of at least 3 (the replication factor)".to_string()),
+    }
 }
 
 fn main() -> ExitCode {

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use clap::{value_parser, Parser};
+use clap::Parser;
 use ha_testkit::ZkEnsemble;
 use hdrhistogram::Histogram;
 use tokio::net::TcpListener;
@@ -58,7 +58,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[command(name = "zab_bench")]
 struct Args {
     /// Length of the measured window, in seconds.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive::<u64>)]
     secs: u64,
     /// Length of the warm-up before it (writes not counted), in seconds.
     #[arg(long, value_name = "N", default_value_t = 2)]
@@ -66,6 +66,14 @@ struct Args {
     /// Only the `zab-core` ensemble: do not start ZooKeeper.
     #[arg(long)]
     ours_only: bool,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
 }
 
 struct Options {
