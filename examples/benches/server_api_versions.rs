@@ -29,7 +29,7 @@ const NAME: &str = "server_api_versions";
 /// Requests per second of the K3 network server answering ApiVersions over loopback TCP,
 /// beside a raw tokio TCP ping-pong of the same frame sizes.
 #[derive(Debug, Parser)]
-#[command(name = NAME)]
+#[command(name = NAME, bin_name = NAME)]
 struct Args {
     /// Run only if this bench's name contains FILTER (`cargo bench -- FILTER` passes it to
     /// every bench).
