@@ -1,6 +1,7 @@
 //! Requests per second of the K3 network server answering ApiVersions over loopback TCP,
 //! beside a raw tokio TCP ping-pong of the same frame sizes measured in the same run, with
-//! the ratio. Run with `cargo bench -p ha-examples --bench server_api_versions`.
+//! the ratio. Run with `cargo bench -p ha-examples --bench server_api_versions`
+//! (`-- --rounds N --round-ms MS` to change the rounds; `-- --help` lists the options).
 //!
 //! Each case runs closed-loop clients (send one request, wait for its response, repeat) for a
 //! fixed time: one client (round-trip latency bound) and 32 clients (throughput bound). The
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{BufMut, Bytes, BytesMut};
+use clap::Parser;
 use kafka_broker::server::{
     RequestContext, RequestHandler, Server, ServerConfig, ServerHandle, SupportedApis,
 };
@@ -21,10 +23,66 @@ use kafka_wire::{ApiKey, RequestBody, RequestHeader, ResponseBody};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// How long each round of a case runs.
-const RUN: Duration = Duration::from_secs(1);
-/// Alternating rounds per case.
-const ROUNDS: usize = 5;
+/// This bench's name, matched against a `cargo bench -- FILTER`.
+const NAME: &str = "server_api_versions";
+
+/// Requests per second of the K3 network server answering ApiVersions over loopback TCP,
+/// beside a raw tokio TCP ping-pong of the same frame sizes.
+#[derive(Debug, Parser)]
+#[command(name = NAME, bin_name = NAME)]
+struct Args {
+    /// Run only if this bench's name contains FILTER (`cargo bench -- FILTER` passes it to
+    /// every bench).
+    filter: Option<String>,
+    /// Measure (`cargo bench` passes it). Without it, as under `cargo test --benches`, each
+    /// case runs one round of 100 ms, a check that it works.
+    #[arg(long)]
+    bench: bool,
+    /// Alternating rounds per case when measuring.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive::<usize>)]
+    rounds: usize,
+    /// Length of each round in milliseconds when measuring.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = positive::<u64>)]
+    round_ms: u64,
+    /// The test harness's options (`cargo test --benches -- ...`), accepted and ignored.
+    #[command(flatten)]
+    harness: HarnessOptions,
+}
+
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
+    }
+}
+
+/// libtest's options, which `cargo test -- <options>` passes to every test and bench binary.
+#[derive(Debug, clap::Args)]
+struct HarnessOptions {
+    #[arg(long, hide = true)]
+    test: bool,
+    #[arg(long, hide = true)]
+    list: bool,
+    #[arg(long, hide = true)]
+    nocapture: bool,
+    #[arg(long, hide = true)]
+    show_output: bool,
+    #[arg(long, hide = true)]
+    exact: bool,
+    #[arg(long, hide = true)]
+    ignored: bool,
+    #[arg(long, hide = true)]
+    include_ignored: bool,
+    #[arg(long, short = 'q', hide = true)]
+    quiet: bool,
+    #[arg(long, hide = true)]
+    test_threads: Option<usize>,
+    #[arg(long, hide = true)]
+    format: Option<String>,
+    #[arg(long, hide = true)]
+    color: Option<String>,
+}
 
 struct ApiVersionsOnly {
     apis: SupportedApis,
@@ -107,9 +165,9 @@ async fn raw_ping_pong_server(reply: Bytes) -> SocketAddr {
     addr
 }
 
-/// Runs `clients` closed-loop clients sending `request` for [`RUN`]; requests per second.
-async fn measure(addr: SocketAddr, request: Bytes, clients: usize) -> f64 {
-    let deadline = Instant::now() + RUN;
+/// Runs `clients` closed-loop clients sending `request` for `run`; requests per second.
+async fn measure(addr: SocketAddr, request: Bytes, clients: usize, run: Duration) -> f64 {
+    let deadline = Instant::now() + run;
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let request = request.clone();
@@ -144,6 +202,22 @@ async fn start_server(apis: SupportedApis) -> ServerHandle {
 }
 
 fn main() {
+    let args = Args::parse();
+    if args.harness.list {
+        return;
+    }
+    if args
+        .filter
+        .as_ref()
+        .is_some_and(|f| !NAME.contains(f.as_str()))
+    {
+        return;
+    }
+    let (rounds, run) = if args.bench {
+        (args.rounds, Duration::from_millis(args.round_ms))
+    } else {
+        (1, Duration::from_millis(100))
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -168,19 +242,23 @@ fn main() {
         let raw = raw_ping_pong_server(framed.freeze()).await;
 
         println!(
-            "ApiVersions v3 over loopback ({} B request, {} B response), best of {ROUNDS} \
-             alternating rounds of {} s",
+            "ApiVersions v3 over loopback ({} B request, {} B response), best of {rounds} \
+             alternating rounds of {run:?}{}",
             request.len(),
             reply.len() + 4,
-            RUN.as_secs()
+            if args.bench {
+                ""
+            } else {
+                " (a check: `cargo bench` measures)"
+            }
         );
         println!("| clients | raw tokio ping-pong | K3 server | server / raw |");
         println!("|---|---|---|---|");
         for clients in [1usize, 32] {
             let (mut baseline, mut ours) = (0f64, 0f64);
-            for _ in 0..ROUNDS {
-                baseline = baseline.max(measure(raw, request.clone(), clients).await);
-                ours = ours.max(measure(server.local_addr(), request.clone(), clients).await);
+            for _ in 0..rounds {
+                baseline = baseline.max(measure(raw, request.clone(), clients, run).await);
+                ours = ours.max(measure(server.local_addr(), request.clone(), clients, run).await);
             }
             println!(
                 "| {clients} | {baseline:.0} req/s | {ours:.0} req/s | {:.2} |",

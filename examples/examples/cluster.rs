@@ -25,52 +25,50 @@ use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Parser, ValueEnum};
 use ha_examples::cluster::{run, DemoConfig, DemoStep};
 use ha_examples::zookeeper_backend::{ZooKeeperHarness, DEFAULT_ROOT};
 use zab_coordination::ZabEnsemble;
 
-const USAGE: &str = "usage: cluster [--records <n>] \
-[--zookeeper host:port[,host:port...][/chroot] | --coordination memory|zab]";
+/// Three Kafka brokers in one process: controller election, acks=all produce, leader and
+/// controller failover, ISR recovery, a K7 reassignment and a read-back, with a verdict.
+#[derive(Debug, Parser)]
+#[command(name = "cluster")]
+struct Args {
+    /// Records produced to each partition in each produce round (default 100).
+    #[arg(long, value_name = "N", value_parser = positive::<usize>)]
+    records: Option<usize>,
+    /// Run on a real ZooKeeper ensemble at this connect string; the demo works under
+    /// `/ha-blocks-demo` (below the chroot, if any), which it deletes and creates again.
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...][/CHROOT]",
+        value_parser = NonEmptyStringValueParser::new(),
+        conflicts_with = "coordination"
+    )]
+    zookeeper: Option<String>,
+    /// The coordination service when `--zookeeper` is not given: an in-memory store, or a
+    /// store replicated by three in-process ZAB peers.
+    #[arg(long, value_enum, default_value_t = Backend::Memory)]
+    coordination: Backend,
+}
 
-/// Which coordination service the demo runs on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which in-process coordination service the demo runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Backend {
-    /// The in-memory store (default).
+    /// The in-memory store.
     Memory,
-    /// A real ZooKeeper ensemble at this connect string.
-    ZooKeeper(String),
-    /// Three in-process ZAB peers.
+    /// Three in-process ZAB peers (`ZabEnsemble`); the demo also kills the ZAB leader.
     Zab,
 }
 
-/// The command line: records per partition and round, and the coordination backend.
-fn parse(args: &[String]) -> Result<(Option<usize>, Backend), String> {
-    let mut records = None;
-    let mut backend = Backend::Memory;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        match flag.as_str() {
-            "--records" => match it.next().map(|n| n.parse::<usize>()) {
-                Some(Ok(n)) if n > 0 => records = Some(n),
-                _ => return Err("--records takes a positive number".to_owned()),
-            },
-            "--zookeeper" => match it.next() {
-                Some(s) if !s.starts_with("--") => backend = Backend::ZooKeeper(s.clone()),
-                _ => return Err("--zookeeper takes host:port[,host:port...]".to_owned()),
-            },
-            "--coordination" => match it.next().map(String::as_str) {
-                Some("memory") => backend = Backend::Memory,
-                Some("zab") => backend = Backend::Zab,
-                Some("zookeeper") => {
-                    return Err("--coordination zookeeper: give --zookeeper host:port".to_owned())
-                }
-                _ => return Err("--coordination takes memory or zab".to_owned()),
-            },
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
     }
-    Ok((records, backend))
 }
 
 #[tokio::main]
@@ -80,39 +78,27 @@ async fn main() -> ExitCode {
         let _ = writeln!(out, "{s}");
         let _ = out.flush();
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (records, backend) = match parse(&args) {
-        Ok(parsed) => parsed,
-        Err(why) => {
-            if !why.is_empty() {
-                eprintln!("{why}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     let mut config = DemoConfig::default();
-    if let Some(n) = records {
+    if let Some(n) = args.records {
         config.records_per_partition = n;
     }
-    match backend {
-        Backend::ZooKeeper(connect) => {
-            match ZooKeeperHarness::start(&connect, DEFAULT_ROOT).await {
-                Ok(harness) => {
-                    say(&format!(
-                        "coordination: ZooKeeper {} under {}",
-                        harness.servers().join(","),
-                        harness.root()
-                    ));
-                    config.harness = Arc::new(harness);
-                }
-                Err(e) => {
-                    println!("VERDICT: FAIL — the demo stopped: {e}");
-                    return ExitCode::FAILURE;
-                }
+    match (args.zookeeper, args.coordination) {
+        (Some(connect), _) => match ZooKeeperHarness::start(&connect, DEFAULT_ROOT).await {
+            Ok(harness) => {
+                say(&format!(
+                    "coordination: ZooKeeper {} under {}",
+                    harness.servers().join(","),
+                    harness.root()
+                ));
+                config.harness = Arc::new(harness);
             }
-        }
-        Backend::Zab => match zab_backend(&say).await {
+            Err(e) => {
+                println!("VERDICT: FAIL — the demo stopped: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        (None, Backend::Zab) => match zab_backend(&say).await {
             Ok(ensemble) => {
                 config.harness = ensemble.clone();
                 config = config.with_step_hook(move |step| disturb(ensemble.clone(), step));
@@ -122,7 +108,7 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        Backend::Memory => say("coordination: in-memory store"),
+        (None, Backend::Memory) => say("coordination: in-memory store"),
     }
     match run(config, say).await {
         Ok(report) => {

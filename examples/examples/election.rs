@@ -24,6 +24,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use tokio::net::TcpListener;
 use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, PeerHandle, QuorumPeer};
@@ -344,8 +345,19 @@ async fn run(tcp: bool) -> bool {
     ok
 }
 
+/// Five `zab-core` peers in one process: start-up election, two leader crashes with
+/// re-elections, both crashed servers rejoining; prints a timeline and a verdict.
+#[derive(Debug, Parser)]
+#[command(name = "election")]
+struct Args {
+    /// Connect the peers over TCP on loopback (ZooKeeper's wire format) instead of the
+    /// in-memory mesh.
+    #[arg(long)]
+    tcp: bool,
+}
+
 fn main() {
-    let tcp = std::env::args().any(|a| a == "--tcp");
+    let Args { tcp } = Args::parse();
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

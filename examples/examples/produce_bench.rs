@@ -26,6 +26,8 @@
 //!
 //! The baseline: a tokio TCP ping-pong of 64 bytes (round trip p50 / p99) and a bulk copy of
 //! 64 KiB writes over loopback (MiB/s), both with `TCP_NODELAY`.
+//!
+//! Percentiles are read from HDR histograms of nanoseconds (three significant digits).
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -34,6 +36,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use clap::Parser;
+use hdrhistogram::Histogram;
 use kafka_broker::{AddressBook, Broker, BrokerConfig, KafkaConnection};
 use kafka_replication::isr::{LeaderAndIsr, MemoryIsrWriter, TopicPartition};
 use kafka_replication::log::MemoryLog;
@@ -75,59 +79,60 @@ const THROUGHPUT_TARGET: f64 = 0.3;
 /// Latency target: p50 commit latency at most this many raw round trips.
 const LATENCY_TARGET: f64 = 5.0;
 
-/// Settings from the command line.
-#[derive(Debug, Clone, Copy)]
+/// The data path's benchmark: produce with acks=all → committed → consumed on three brokers
+/// over loopback TCP, beside a raw tokio TCP baseline measured in the same run.
+#[derive(Debug, Clone, Copy, Parser)]
+#[command(name = "produce_bench")]
 struct Settings {
+    /// Records to produce in the throughput phase (over all producers).
+    #[arg(long, value_name = "N", default_value_t = 96_000, value_parser = positive::<usize>)]
     records: usize,
+    /// Producer connections; producer i writes to partition i mod 3, on its leader.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive::<usize>)]
     producers: usize,
+    /// Requests each producer keeps outstanding
+    /// (`max.in.flight.requests.per.connection`).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = positive::<usize>)]
     in_flight: usize,
+    /// Records (of 1 KiB) per produce request, one batch each.
+    #[arg(long, value_name = "RECORDS", default_value_t = 16, value_parser = positive::<usize>)]
     batch: usize,
+    /// Requests of the unloaded commit latency run (one producer, one record per request).
+    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = positive::<usize>)]
     latency_samples: usize,
+    /// MiB copied by the raw TCP bulk-copy baseline.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive::<usize>)]
     baseline_mib: usize,
+    /// Round trips of the raw TCP ping-pong baseline.
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive::<usize>)]
     ping_samples: usize,
 }
 
-fn parse_args() -> Result<Settings, String> {
-    let mut s = Settings {
-        records: 96_000,
-        producers: 3,
-        in_flight: 5,
-        batch: 16,
-        latency_samples: 2_000,
-        baseline_mib: 1024,
-        ping_samples: 20_000,
-    };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    for pair in args.chunks(2) {
-        let [flag, value] = pair else {
-            return Err(format!("{} needs a value", pair[0]));
-        };
-        let n: usize = value
-            .parse()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{flag} takes a positive number"))?;
-        match flag.as_str() {
-            "--records" => s.records = n,
-            "--producers" => s.producers = n,
-            "--in-flight" => s.in_flight = n,
-            "--batch" => s.batch = n,
-            "--latency-samples" => s.latency_samples = n,
-            "--baseline-mib" => s.baseline_mib = n,
-            "--ping-samples" => s.ping_samples = n,
-            other => return Err(format!("unknown flag {other}")),
-        }
+/// Parses a whole number of at least 1.
+fn positive<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_string()),
     }
-    Ok(s)
 }
 
-/// The `q` quantile of sorted `v` (nearest rank).
-fn quantile(v: &[Duration], q: f64) -> Duration {
-    if v.is_empty() {
-        return Duration::ZERO;
+/// A latency histogram in nanoseconds, three significant digits, growing to fit any value.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits are supported")
+}
+
+/// Records `d` in `h` (nanoseconds), growing `h` to fit (only a value beyond what a resize can
+/// hold is clamped to the largest one it holds).
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
     }
-    let rank = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
+}
+
+/// The `q` quantile of `h`.
+fn quantile(h: &Histogram<u64>, q: f64) -> Duration {
+    Duration::from_nanos(h.value_at_quantile(q))
 }
 
 /// User + system CPU seconds of this process so far (Linux; 0 elsewhere).
@@ -162,8 +167,8 @@ fn mib_per_s(bytes: usize, d: Duration) -> f64 {
 // Raw baseline
 // ---------------------------------------------------------------------------------------
 
-/// Round trips of a 64-byte message to an echo server; sorted.
-async fn raw_ping_pong(samples: usize) -> BenchResult<Vec<Duration>> {
+/// Round trips of a 64-byte message to an echo server.
+async fn raw_ping_pong(samples: usize) -> BenchResult<Histogram<u64>> {
     const MSG: usize = 64;
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -183,18 +188,17 @@ async fn raw_ping_pong(samples: usize) -> BenchResult<Vec<Duration>> {
     let msg = [7u8; MSG];
     let mut back = [0u8; MSG];
     let warmup = samples / 10;
-    let mut rtts = Vec::with_capacity(samples);
+    let mut rtts = latency_histogram();
     for i in 0..samples + warmup {
         let t = Instant::now();
         c.write_all(&msg).await?;
         c.read_exact(&mut back).await?;
         if i >= warmup {
-            rtts.push(t.elapsed());
+            record(&mut rtts, t.elapsed());
         }
     }
     drop(c);
-    let _ = server.await;
-    rtts.sort();
+    server.await??;
     Ok(rtts)
 }
 
@@ -456,7 +460,7 @@ async fn pipelined_producer(
     records: Bytes,
     requests: usize,
     in_flight: usize,
-) -> BenchResult<Vec<Duration>> {
+) -> BenchResult<Histogram<u64>> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
@@ -470,15 +474,18 @@ async fn pipelined_producer(
                 let correlation_id = i32::try_from(id)?;
                 let frame = request_frame(correlation_id, PRODUCE_VERSION, &body)?;
                 permits.acquire().await?.forget();
-                let _ = sent_tx.send((correlation_id, Instant::now()));
+                sent_tx
+                    .send((correlation_id, Instant::now()))
+                    .map_err(|_| "the producer's reader stopped")?;
                 wr.write_all(&frame).await?;
             }
             Ok::<_, Box<dyn Error + Send + Sync>>(wr)
         })
     };
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut latencies = Vec::with_capacity(requests);
-    while latencies.len() < requests {
+    let mut latencies = latency_histogram();
+    let mut answered = 0;
+    while answered < requests {
         let mut frame = loop {
             if let Some(f) = decode_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE)? {
                 break f;
@@ -510,7 +517,8 @@ async fn pipelined_producer(
         {
             return Err(format!("produce failed with error code {code}").into());
         }
-        latencies.push(now - sent_at);
+        record(&mut latencies, now - sent_at);
+        answered += 1;
         permits.add_permits(1);
     }
     drop(writer.await??);
@@ -518,15 +526,15 @@ async fn pipelined_producer(
 }
 
 /// `producers` connections, producer i to partition i mod 3, each sending `requests` batches
-/// of `batch` records with up to `in_flight` outstanding; every request's latency (sorted)
-/// and the wall time.
+/// of `batch` records with up to `in_flight` outstanding; every request's latency and the
+/// wall time.
 async fn produce_phase(
     cluster: &Cluster,
     producers: usize,
     in_flight: usize,
     requests: usize,
     batch_records: usize,
-) -> BenchResult<(Vec<Duration>, Duration)> {
+) -> BenchResult<(Histogram<u64>, Duration)> {
     let value = vec![0x42u8; RECORD_SIZE];
     let records = batch(batch_records, &value)?;
     let t = Instant::now();
@@ -541,12 +549,11 @@ async fn produce_phase(
             in_flight,
         )));
     }
-    let mut all = Vec::new();
+    let mut all = latency_histogram();
     for task in tasks {
-        all.extend(task.await??);
+        all.add(task.await??)?;
     }
     let wall = t.elapsed();
-    all.sort();
     Ok((all, wall))
 }
 
@@ -620,13 +627,7 @@ fn verdict(met: bool) -> &'static str {
 
 #[tokio::main]
 async fn main() -> BenchResult<()> {
-    let s = match parse_args() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{e}\nusage: produce_bench [--records n] [--producers n] [--in-flight n] [--batch n] [--latency-samples n] [--baseline-mib n] [--ping-samples n]");
-            std::process::exit(2);
-        }
-    };
+    let s = Settings::parse();
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "machine: {} cpus, loadavg {}",
@@ -681,7 +682,7 @@ async fn main() -> BenchResult<()> {
     let requests = s.records.div_ceil(s.producers * s.batch);
     let cpu_before = cpu_seconds();
     let (lat, wall) = produce_phase(&cluster, s.producers, s.in_flight, requests, s.batch).await?;
-    let produced = lat.len() * s.batch;
+    let produced = usize::try_from(lat.len())? * s.batch;
     let produced_bytes = produced * RECORD_SIZE;
     let produce_mib = mib_per_s(produced_bytes, wall);
     let cpu = cpu_seconds() - cpu_before;
@@ -719,7 +720,7 @@ async fn main() -> BenchResult<()> {
         read_bytes += b;
     }
     let consume = t.elapsed();
-    let expected = produced + lat1.len() + 50 * PARTITIONS as usize;
+    let expected = produced + usize::try_from(lat1.len())? + 50 * PARTITIONS as usize;
     println!(
         "consume: {read} records ({} expected) in {:.3} s: {:>9.0} records/s {:>8.1} MiB/s",
         expected,

@@ -5,16 +5,20 @@
 //! `cargo run --release -p kafka-controller --example controller_bench` runs on
 //! `MemoryCoordination` (1,000,000 partitions); with `--features zookeeper` it also runs on a
 //! real ZooKeeper 3.8 started by `ha-testkit` (100,000 partitions). Arguments:
-//! `[memory partitions] [zookeeper partitions]`.
+//! `[memory partitions] [zookeeper partitions]`, multiples of 1000 (`-- --help` describes
+//! them). The set-up prints its progress at every tenth of the znodes and stops the benchmark
+//! if any of its writes failed.
 //!
 //! Each figure is printed with Kafka 1.1's, the target and the ratio, plus the CPU time this
 //! process (controller and client) and the ZooKeeper server spent meanwhile, and the load
 //! average: on a shared machine the wall time alone says little.
 
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use futures::future::join_all;
 use ha_coordination::{Coordination, CreateMode, MemoryTree};
 use kafka_controller::broker_channel::MemoryBrokerChannel;
@@ -27,12 +31,129 @@ use kafka_controller::zk_data::{
 
 const BROKERS: i32 = 5;
 const PARTITIONS_PER_TOPIC: i32 = 1000;
+/// How long the controller may take to become active (it loads every partition first).
+const CONTROLLER_LIMIT: Duration = Duration::from_secs(600);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Controller failover and broker failure timings on `MemoryCoordination` and (built with
+/// `--features zookeeper`) on a real ZooKeeper 3.8, beside Kafka 1.1's published figures.
+#[derive(Debug, Parser)]
+#[command(name = "controller_bench")]
+struct Args {
+    /// Partitions on `MemoryCoordination`: a positive multiple of 1000 (topics of 1000
+    /// partitions each).
+    #[arg(default_value_t = 1_000_000, value_parser = memory_partitions)]
+    memory_partitions: i32,
+    /// Partitions on the real ZooKeeper (only with `--features zookeeper`): a multiple of
+    /// 1000; 0 skips the real-ZooKeeper run.
+    #[arg(default_value_t = 100_000, value_parser = zookeeper_partitions)]
+    zookeeper_partitions: i32,
+}
+
+/// A partition count: a non-negative multiple of [`PARTITIONS_PER_TOPIC`].
+fn partition_count(s: &str) -> Result<i32, String> {
+    let n: i32 = s
+        .parse()
+        .map_err(|e| format!("not a partition count: {e}"))?;
+    if n < 0 || n % PARTITIONS_PER_TOPIC != 0 {
+        return Err(format!(
+            "{n} is not a multiple of {PARTITIONS_PER_TOPIC} (topics have {PARTITIONS_PER_TOPIC} partitions)"
+        ));
+    }
+    Ok(n)
+}
+
+fn memory_partitions(s: &str) -> Result<i32, String> {
+    match partition_count(s)? {
+        0 => Err("at least 1000 partitions".to_string()),
+        n => Ok(n),
+    }
+}
+
+fn zookeeper_partitions(s: &str) -> Result<i32, String> {
+    partition_count(s)
+}
+
+/// Progress of a set-up phase: writes done and failed, printed at every tenth of the total.
+struct Progress {
+    label: String,
+    total: usize,
+    done: usize,
+    failed: usize,
+    first_error: Option<String>,
+    next_report: usize,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(label: String, total: usize) -> Self {
+        println!("{label}: {total} znodes to write");
+        Self {
+            label,
+            total,
+            done: 0,
+            failed: 0,
+            first_error: None,
+            next_report: total.div_ceil(10).max(1),
+            started: Instant::now(),
+        }
+    }
+
+    /// Counts the outcome of one write.
+    fn count<T, E: std::fmt::Display>(&mut self, path: &str, outcome: Result<T, E>) {
+        self.done += 1;
+        if let Err(e) = outcome {
+            self.failed += 1;
+            self.first_error
+                .get_or_insert_with(|| format!("{path}: {e}"));
+        }
+    }
+
+    /// Prints a progress line once another tenth of the writes is done.
+    fn report(&mut self) {
+        if self.done < self.next_report && self.done < self.total {
+            return;
+        }
+        while self.next_report <= self.done {
+            self.next_report += self.total.div_ceil(10).max(1);
+        }
+        println!(
+            "{}: {} / {} znodes written ({:.0} %), {} failed, {:.1} s",
+            self.label,
+            self.done,
+            self.total,
+            100.0 * self.done as f64 / self.total.max(1) as f64,
+            self.failed,
+            self.started.elapsed().as_secs_f64()
+        );
+    }
+
+    /// `Ok` only if every write succeeded.
+    fn finish(self) -> Result<(), BoxError> {
+        match self.first_error {
+            None => Ok(()),
+            Some(first) => Err(format!(
+                "{}: {} of {} set-up writes failed (first: {first}); the figures would be \
+                 meaningless",
+                self.label, self.failed, self.total
+            )
+            .into()),
+        }
+    }
+}
 
 /// Writes topics of 1000 partitions with RF 3 over `BROKERS` brokers, leader = first replica,
-/// with up to `window` writes in flight.
-async fn populate(coord: &dyn Coordination, partitions: i32, window: usize) {
+/// with up to `window` writes in flight, printing progress; fails if any write failed.
+async fn populate(
+    label: &str,
+    coord: &dyn Coordination,
+    partitions: i32,
+    window: usize,
+) -> Result<(), BoxError> {
     let topics = partitions / PARTITIONS_PER_TOPIC;
-    let mut paths_data: Vec<(String, Vec<u8>)> = Vec::new();
+    // Parents before children: each level is written once the one before it is complete.
+    let mut levels: [Vec<(String, Vec<u8>)>; 4] = Default::default();
     for t in 0..topics {
         let topic = format!("topic-{t:05}");
         let assignment: BTreeMap<i32, Vec<i32>> = (0..PARTITIONS_PER_TOPIC)
@@ -46,40 +167,31 @@ async fn populate(coord: &dyn Coordination, partitions: i32, window: usize) {
         znode.set_id(kafka_wire::Uuid::from_u128(
             u128::from(t.unsigned_abs()) + 2,
         ));
-        let data = znode.to_json().unwrap_or_default();
-        coord
-            .create(&paths::topic(&topic), &data, CreateMode::Persistent)
-            .await
-            .ok();
-        coord
-            .create(
-                &paths::topic_partitions(&topic),
-                b"",
-                CreateMode::Persistent,
-            )
-            .await
-            .ok();
+        levels[0].push((paths::topic(&topic), znode.to_json()?));
+        levels[1].push((paths::topic_partitions(&topic), Vec::new()));
         for (p, replicas) in assignment {
-            paths_data.push((paths::partition(&topic, p), Vec::new()));
+            levels[2].push((paths::partition(&topic, p), Vec::new()));
             let state = PartitionStateZNode::new(replicas[0], 0, 1, replicas.clone());
-            paths_data.push((
-                paths::partition_state(&topic, p),
-                state.to_json().unwrap_or_default(),
-            ));
+            levels[3].push((paths::partition_state(&topic, p), state.to_json()?));
         }
     }
-    // Parents before children: partition nodes first, then states.
-    for parity in [0, 1] {
-        let batch: Vec<&(String, Vec<u8>)> = paths_data.iter().skip(parity).step_by(2).collect();
-        for chunk in batch.chunks(window) {
-            join_all(
+    let total = levels.iter().map(Vec::len).sum();
+    let mut progress = Progress::new(format!("{label} set-up"), total);
+    for level in &levels {
+        for chunk in level.chunks(window) {
+            let outcomes = join_all(
                 chunk
                     .iter()
                     .map(|(p, d)| coord.create(p, d, CreateMode::Persistent)),
             )
             .await;
+            for ((path, _), outcome) in chunk.iter().zip(outcomes) {
+                progress.count(path, outcome);
+            }
+            progress.report();
         }
     }
+    progress.finish()
 }
 
 /// CPU seconds used so far by process `pid` (`None`: this process), from `/proc`.
@@ -148,33 +260,39 @@ struct Figures {
 async fn failover(
     sessions: &[Arc<dyn Coordination>],
     server: Option<u32>,
-) -> (ControllerHandle, Phase, usize) {
+) -> Result<(ControllerHandle, Phase, usize), BoxError> {
     for (i, s) in sessions.iter().enumerate() {
-        let id = i32::try_from(i).unwrap_or(0) + 1;
+        let id = i32::try_from(i)? + 1;
         KafkaZkClient::new(s.clone())
             .register_broker(
                 id,
                 &BrokerRegistration::plaintext("localhost", 9092, None, 0),
             )
             .await
-            .ok();
+            .map_err(|e| format!("registering broker {id}: {e}"))?;
     }
     let mut config = ControllerConfig::new(1);
     config.auto_leader_rebalance_enable = false;
     let channel = MemoryBrokerChannel::new();
     channel.set_recording(false);
-    let (handle, elapsed) = timed(server, async {
+    let ((handle, active), elapsed) = timed(server, async {
         let handle = Controller::start(config, sessions[0].clone(), Arc::new(channel));
-        handle.wait_active(Duration::from_secs(600)).await;
-        handle
+        let active = handle.wait_active(CONTROLLER_LIMIT).await;
+        (handle, active)
     })
     .await;
-    let led_by_2 = handle
-        .context()
-        .await
-        .map(|c| c.partitions_led_by(2).len())
-        .unwrap_or(0);
-    (handle, elapsed, led_by_2)
+    if active.is_none() {
+        handle.shutdown();
+        return Err(
+            format!("broker 1's controller was not active within {CONTROLLER_LIMIT:?}").into(),
+        );
+    }
+    let Some(context) = handle.context().await else {
+        handle.shutdown();
+        return Err("the active controller returned no context".into());
+    };
+    let led_by_2 = context.partitions_led_by(2).len();
+    Ok((handle, elapsed, led_by_2))
 }
 
 /// K1: after broker 2's registration vanished, handles the broker change (elections with CAS
@@ -229,23 +347,29 @@ fn report(backend: &str, partitions: i32, f: &Figures, targets: bool) {
 }
 
 #[tokio::main]
-async fn main() {
-    let args: Vec<i32> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let memory_partitions = args.first().copied().unwrap_or(1_000_000);
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("controller_bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: &Args) -> Result<(), BoxError> {
+    let memory_partitions = args.memory_partitions;
     let tree = MemoryTree::new();
     let admin = tree.connect();
     KafkaZkClient::new(Arc::new(admin.clone()))
         .create_persistent_paths()
-        .await
-        .ok();
-    populate(&admin, memory_partitions, 10_000).await;
+        .await?;
+    populate("MemoryCoordination", &admin, memory_partitions, 10_000).await?;
     let sessions: Vec<Arc<dyn Coordination>> = (0..BROKERS)
         .map(|_| Arc::new(tree.connect()) as Arc<dyn Coordination>)
         .collect();
-    let (handle, failover_time, moved) = failover(&sessions, None).await;
+    let (handle, failover_time, moved) = failover(&sessions, None).await?;
     let ((), failure) = timed(None, async {
         tree.expire(sessions[1].session_id());
         broker_failure(&handle).await;
@@ -259,45 +383,45 @@ async fn main() {
     handle.shutdown();
     report("MemoryCoordination", memory_partitions, &figures, false);
     #[cfg(feature = "zookeeper")]
-    {
-        let zk_partitions = args.get(1).copied().unwrap_or(100_000);
-        if zk_partitions > 0 {
-            zookeeper_run(zk_partitions).await;
-        }
+    if args.zookeeper_partitions > 0 {
+        zookeeper_run(args.zookeeper_partitions).await?;
     }
+    #[cfg(not(feature = "zookeeper"))]
+    if args.zookeeper_partitions > 0 {
+        println!("(real-ZooKeeper figures: build with `--features zookeeper`)");
+    }
+    Ok(())
 }
 
 #[cfg(feature = "zookeeper")]
-async fn zookeeper_run(partitions: i32) {
+async fn zookeeper_run(partitions: i32) -> Result<(), BoxError> {
     use ha_coordination::{ZooKeeperCoordination, ZooKeeperOptions};
     // A heap large enough for 100k partitions without full collections.
-    let zk = match ha_testkit::ZkEnsemble::builder().heap_mb(2048).start() {
-        Ok(zk) => zk,
-        Err(e) => {
-            println!("ZooKeeper not available ({e}); real-ZooKeeper figures skipped");
-            return;
-        }
-    };
+    let zk = ha_testkit::ZkEnsemble::builder()
+        .heap_mb(2048)
+        .start()
+        .map_err(|e| {
+            format!(
+                "ZooKeeper did not start ({e}); pass 0 as the second argument to skip the \
+                 real-ZooKeeper run"
+            )
+        })?;
     let options = ZooKeeperOptions::new()
         .with_session_timeout(Duration::from_secs(30))
         .with_connection_timeout(Duration::from_secs(10));
     let mut clients: Vec<Arc<dyn Coordination>> = Vec::new();
     for _ in 0..=BROKERS {
-        match ZooKeeperCoordination::connect_with(&zk.connect_string(), options.clone()).await {
-            Ok(c) => clients.push(Arc::new(c)),
-            Err(e) => {
-                println!("cannot connect to ZooKeeper: {e}");
-                return;
-            }
-        }
+        let c = ZooKeeperCoordination::connect_with(&zk.connect_string(), options.clone())
+            .await
+            .map_err(|e| format!("cannot connect to ZooKeeper: {e}"))?;
+        clients.push(Arc::new(c));
     }
     let admin = clients.remove(0);
     KafkaZkClient::new(admin.clone())
         .create_persistent_paths()
-        .await
-        .ok();
+        .await?;
     let setup = Instant::now();
-    populate(&*admin, partitions, 2_000).await;
+    populate("ZooKeeper", &*admin, partitions, 2_000).await?;
     println!(
         "(ZooKeeper set-up of {partitions} partitions: {:.1} s)",
         setup.elapsed().as_secs_f64()
@@ -305,18 +429,23 @@ async fn zookeeper_run(partitions: i32) {
     // Let the server finish what the set-up left (snapshots) before timing.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let server = zk.sids().first().and_then(|sid| zk.pid(*sid));
-    let (handle, failover_time, moved) = failover(&clients, server).await;
+    let (handle, failover_time, moved) = failover(&clients, server).await?;
     // Broker 2's registration vanishes (as when its session ends).
-    let ((), failure) = timed(server, async {
-        let _ = clients[1].delete(&paths::broker(2), -1).await;
-        broker_failure(&handle).await;
+    let (deleted, failure) = timed(server, async {
+        let deleted = clients[1].delete(&paths::broker(2), -1).await;
+        if deleted.is_ok() {
+            broker_failure(&handle).await;
+        }
+        deleted
     })
     .await;
+    handle.shutdown();
+    deleted.map_err(|e| format!("deleting broker 2's registration: {e}"))?;
     let figures = Figures {
         failover: failover_time,
         failure,
         moved,
     };
-    handle.shutdown();
     report("ZooKeeper 3.8 (loopback)", partitions, &figures, true);
+    Ok(())
 }
