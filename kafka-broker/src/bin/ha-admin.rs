@@ -26,7 +26,7 @@ use kafka_controller::zk_data::KafkaZkClient;
 
 /// Admin requests on the coordination store of an ha-blocks cluster.
 #[derive(Debug, Parser)]
-#[command(name = "admin", version)]
+#[command(name = "ha-admin", version)]
 struct Args {
     /// The ZooKeeper ensemble, `host:port[,host:port…][/chroot]`.
     #[arg(long)]

@@ -39,7 +39,7 @@ use kafka_controller::assignment::AssignmentStart;
 /// One ha-blocks broker: registration, controller campaign, replication and the Kafka
 /// protocol on one listener.
 #[derive(Debug, Parser)]
-#[command(name = "broker", version)]
+#[command(name = "ha-broker", version)]
 struct Args {
     /// A `server.properties` file with Kafka's keys.
     #[arg(long, value_name = "FILE")]
