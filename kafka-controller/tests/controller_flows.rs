@@ -182,42 +182,6 @@ async fn kip_380_bounced_broker_is_failed_then_started() {
 }
 
 #[tokio::test]
-async fn k6_1_to_k6_12_failover_loads_context_sends_update_metadata_first() {
-    let mut c = Cluster::start(&[1, 2, 3]).await;
-    create(&c, "t", &[(0, &[1, 2, 3]), (1, &[2, 3, 1])]).await;
-    c.channel.clear();
-    c.kill(1).await;
-    let new = c.wait_controller_other_than(1).await;
-    // K6.1: epoch incremented.
-    assert_eq!(c.brokers[&new].handle.status().active_epoch, Some(2));
-    // K6.7: the context holds topics, live brokers, leaderships; t-0 was re-elected.
-    wait_for("t-0 re-elected", || async {
-        c.leader_isr(&tp("t", 0))
-            .await
-            .map(|x| x.0)
-            .is_some_and(|l| l != 1)
-    })
-    .await;
-    let ctx = c.brokers[&new].handle.context().await.unwrap();
-    assert_eq!(
-        ctx.live_broker_ids().iter().copied().collect::<Vec<_>>(),
-        vec![2, 3]
-    );
-    assert_eq!(ctx.partitions_for_topic("t").len(), 2);
-    // K6.10: UpdateMetadata reached each live broker before any LeaderAndIsr.
-    for b in [2, 3] {
-        let sent = c.channel.sent_to(b);
-        let um = sent.iter().position(is_um).expect("UpdateMetadata");
-        if let Some(lai) = sent.iter().position(is_lai) {
-            assert!(um < lai, "UpdateMetadata first to broker {b}");
-        }
-    }
-    // K6.4 / K6.6: the successor's watches work.
-    create(&c, "later", &[(0, &[3, 2])]).await;
-    assert_eq!(c.leader_isr(&tp("later", 0)).await, Some((3, vec![3, 2])));
-}
-
-#[tokio::test]
 async fn k6_controller_session_expiry_elects_another_broker_with_higher_epoch() {
     let c = Cluster::start(&[1, 2, 3]).await;
     let first = c.wait_controller().await;
