@@ -12,7 +12,9 @@ use kafka_controller::admin;
 use kafka_controller::broker_channel::SentRequest;
 use kafka_controller::context::{BrokerId, TopicPartition};
 use kafka_controller::controller::ControllerConfig;
-use kafka_controller::zk_data::{encode_controller_epoch, paths, ControllerZNode};
+use kafka_controller::zk_data::{
+    encode_controller_epoch, paths, ControllerZNode, KafkaZkClient, KafkaZkError,
+};
 use kafka_wire::RequestBody;
 
 fn tp(t: &str, p: i32) -> TopicPartition {
@@ -182,23 +184,52 @@ async fn kip_380_bounced_broker_is_failed_then_started() {
 }
 
 #[tokio::test]
-async fn k6_controller_session_expiry_elects_another_broker_with_higher_epoch() {
+async fn k6_controller_session_expiry_another_broker_wins_a_higher_epoch_and_the_old_one_is_fenced()
+{
     let c = Cluster::start(&[1, 2, 3]).await;
-    let first = c.wait_controller().await;
-    c.tree.expire(c.brokers[&first].session.session_id());
-    // Someone (possibly the same broker with its new session) is elected at epoch 2.
-    wait_for("new epoch", || async {
-        c.brokers
-            .values()
-            .any(|b| b.handle.status().active_epoch == Some(2))
+    assert_eq!(c.wait_controller().await, 1);
+    create(&c, "t", &[(0, &[1, 2])]).await;
+    let kzk = KafkaZkClient::new(std::sync::Arc::new(c.admin.clone()));
+    let first = kzk.controller_epoch().await.unwrap().unwrap();
+    assert_eq!(first.epoch, 1);
+    // Broker 1's session expires; its client opens a new session, which is cut off before
+    // broker 1 can campaign on it (the controller task cannot run between these two calls).
+    let session = &c.brokers[&1].session;
+    c.tree.expire(session.session_id());
+    c.tree.suspend(session.session_id());
+    let new = c.wait_controller_other_than(1).await;
+    assert_ne!(new, 1, "a different broker wins");
+    wait_for("the successor controls epoch 2", || async {
+        c.brokers[&new].handle.status().active_epoch == Some(2)
     })
     .await;
-    let active: Vec<_> = c
-        .brokers
-        .values()
-        .filter(|b| b.handle.status().active_epoch.is_some())
-        .collect();
-    assert_eq!(active.len(), 1, "exactly one active controller");
+    // The expired session's registration is gone: t-0 moves to 2 under epoch 2.
+    wait_for("t-0 led by 2 at controller epoch 2", || async {
+        c.state(&tp("t", 0))
+            .await
+            .is_some_and(|s| s.leader == 2 && s.controller_epoch == 2)
+    })
+    .await;
+    // Broker 1 reconnects: it resigned and stays a follower of the new controller.
+    c.tree.resume(session.session_id());
+    c.brokers[&1].handle.sync().await;
+    assert_eq!(c.brokers[&1].handle.status().active_epoch, None);
+    assert_eq!(c.brokers[&new].handle.status().active_epoch, Some(2));
+    let (data, _) = c.admin.get_data(paths::CONTROLLER, false).await.unwrap();
+    assert_eq!(ControllerZNode::from_json(&data).unwrap().brokerid, new);
+    // A write broker 1 makes as the epoch-1 controller is rejected and lands nothing.
+    let old = KafkaZkClient::new(std::sync::Arc::new(session.clone()));
+    let zombie = old
+        .fenced_multi(
+            first,
+            vec![Op::create("/zombie", Vec::new(), CreateMode::Persistent)],
+        )
+        .await;
+    assert!(
+        matches!(zombie, Err(KafkaZkError::ControllerMoved { .. })),
+        "{zombie:?}"
+    );
+    assert!(c.admin.exists("/zombie", false).await.unwrap().is_none());
 }
 
 #[tokio::test]
