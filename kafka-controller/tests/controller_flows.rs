@@ -115,6 +115,9 @@ async fn k1_broker_failure_moves_leaderships_with_one_leader_and_isr_per_broker(
         c.channel.sent_to(1).iter().any(is_lai) && c.channel.sent_to(3).iter().any(is_lai)
     })
     .await;
+    // Every request of the failure is queued once the controller has handled its events; a
+    // deliberate window then lets a second LeaderAndIsr, which must not exist, show.
+    c.controller().await.sync().await;
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     for b in [1, 3] {
         let lai: Vec<_> = c.channel.sent_to(b).into_iter().filter(is_lai).collect();
@@ -274,7 +277,10 @@ async fn k2_1_deletion_disabled_request_is_recorded_but_never_executed() {
     c.wait_controller().await;
     create(&c, "kept", &[(0, &[1])]).await;
     admin::delete_topic(&c.admin, "kept").await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // A later topic creation, once handled, orders after any event the deletion request
+    // could have caused (one session's events arrive in order).
+    create(&c, "marker", &[(0, &[1])]).await;
+    c.controller().await.sync().await;
     assert!(c
         .admin
         .exists(&paths::topic("kept"), false)
@@ -499,7 +505,8 @@ async fn k6_two_controllers_racing_the_stale_one_is_fenced_and_no_write_lands() 
         c.brokers[&1].handle.status().active_epoch.is_none()
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Everything controller 1 queued before it resigned has been handled.
+    c.brokers[&1].handle.sync().await;
     assert_eq!(
         c.state(&tp("t", 0)).await.unwrap(),
         before,
@@ -587,8 +594,15 @@ async fn preferred_replica_election_admin_path_restores_the_preferred_leader() {
     })
     .await;
     let isr = vec![1, 2, 3];
-    c.leader_sets_isr(&tp("t", 0), isr).await;
-    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    c.leader_sets_isr(&tp("t", 0), isr.clone()).await;
+    wait_for("the controller saw the ISR change", || async {
+        c.controller()
+            .await
+            .context()
+            .await
+            .is_some_and(|x| x.leadership(&tp("t", 0)).is_some_and(|l| l.isr == isr))
+    })
+    .await;
     admin::preferred_replica_election(&c.admin, &[tp("t", 0)])
         .await
         .unwrap();
@@ -651,6 +665,8 @@ async fn k6_controller_campaigns_on_its_new_session_after_a_disconnection() {
     assert_ne!(old, new, "the client opened a new session");
     // Cut off before the controller can act on the new session.
     c.tree.suspend(new);
+    // A deliberate window, the thing tested: while cut off it cannot campaign (its event
+    // loop waits inside a store call, so there is no event to wait for).
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(c.brokers[&1].handle.status().active_epoch, None);
     c.tree.resume(new);
