@@ -189,7 +189,7 @@ async fn k6_3_successor_watches_preferred_replica_election() {
             .is_some_and(|x| x.leadership(&p).is_some_and(|l| l.isr == isr))
     })
     .await;
-    admin::preferred_replica_election(&c.admin, &[p.clone()])
+    admin::preferred_replica_election(&c.admin, std::slice::from_ref(&p))
         .await
         .unwrap();
     wait_for("preferred leader 1 restored, request deleted", || async {

@@ -37,7 +37,7 @@ pub struct KpGen(u64);
 
 impl KpGen {
     fn new(seed: u64) -> Self {
-        KpGen(seed ^ 0x5eed_0f_ca_f4a_u64)
+        KpGen(seed ^ 0x5EED_0FCA_F4A0_u64)
     }
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);

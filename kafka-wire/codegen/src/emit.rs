@@ -33,7 +33,7 @@ pub(crate) fn cond(r: &Range, valid: &Range) -> Cond {
 }
 
 /// The negation of a condition expression made by [`cond`].
-fn neg(e: &str) -> String {
+pub(crate) fn neg(e: &str) -> String {
     if let Some(n) = e.strip_prefix("version >= ") {
         format!("version < {n}")
     } else if let Some(n) = e.strip_prefix("version <= ") {

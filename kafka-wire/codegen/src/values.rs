@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::emit::{cond, is_option, Cond};
+use crate::emit::{cond, is_option, neg, Cond};
 use crate::model::{snake, Field, Spec};
 
 /// `kafka-protocol`'s name of a field whose snake-case name is a Rust keyword (`type_` is
@@ -108,15 +108,17 @@ pub(crate) fn message_values(out: &mut String, spec: &Spec) {
             let o = snake(&f.name);
             let t = their_name(&o);
             if missing(name, f) {
-                let c = match cond(&present(f, spec), valid) {
-                    Cond::Never => continue,
-                    Cond::Always => "true".to_string(),
-                    Cond::Expr(e) => e,
-                };
-                let _ = writeln!(
-                    out,
-                    "        assert!(!({c}), \"{o} exists at v{{version}}; kafka-protocol has no such field\");"
-                );
+                let msg =
+                    format!("\"{o} exists at v{{version}}; kafka-protocol has no such field\"");
+                match cond(&present(f, spec), valid) {
+                    Cond::Never => {}
+                    Cond::Always => {
+                        let _ = writeln!(out, "        panic!({msg});");
+                    }
+                    Cond::Expr(e) => {
+                        let _ = writeln!(out, "        assert!({}, {msg});", neg(&e));
+                    }
+                }
                 continue;
             }
             let stmt =
