@@ -359,6 +359,8 @@ async fn k8_5_a_consumer_fetch_waits_in_the_purgatory_and_is_answered_by_the_nex
             .await
             .expect("answered")
     });
+    // A deliberate window, the thing tested: a fetch with nothing to read must not return
+    // before `max_wait_ms`.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!fetch.is_finished(), "nothing to read yet: the fetch waits");
     producer

@@ -103,6 +103,8 @@ async fn tcp_leader_link_reconnects_once_the_leader_becomes_reachable() {
     c2.send(4, &leader_and_isr(1, 0, &[1, 2]))
         .await
         .expect("answered");
+    // A deliberate window, the thing tested: while the leader's address is unknown the
+    // follower fetches nothing (there is no event to wait for, only an absence).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let tp = TopicPartition::new(TOPIC, 0);
     let leo = |b: &TestBroker| {

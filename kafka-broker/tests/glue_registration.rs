@@ -225,7 +225,8 @@ async fn kip_380_connection_loss_without_expiry_keeps_the_registration_and_epoch
     let first = broker.broker_epoch().ok_or("not registered")?;
     assert!(tree.suspend(session));
     assert!(tree.resume(session));
-    // Give the task the reconnection event; the registration stays the same.
+    // A deliberate window, the thing tested: the task gets the reconnection event and must
+    // not register again (an absence, so nothing to wait on).
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(broker.broker_epoch(), Some(first));
     let (_, stat) = coord.get_data(&paths::broker(2), false).await?;

@@ -479,6 +479,8 @@ async fn a_client_that_never_reads_does_not_block_other_connections_of_its_proce
         requests.extend_from_slice(&fetch(i));
     }
     slow.write_all(&requests).await.expect("written");
+    // Part of the scenario, not a wait for a condition: the server gets time to fill the
+    // slow client's socket buffers before the good client's round trips are timed.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let mut good = connect(&server).await;
@@ -490,6 +492,7 @@ async fn a_client_that_never_reads_does_not_block_other_connections_of_its_proce
     assert!(started.elapsed() < Duration::from_secs(3));
 
     // After the write timeout the slow client is closed: reading now ends before 32 MiB.
+    // The write timeout elapses on purpose: that is what is tested.
     tokio::time::sleep(Duration::from_millis(4500)).await;
     let mut total = 0usize;
     let mut buf = vec![0u8; 1 << 20];

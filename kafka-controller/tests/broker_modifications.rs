@@ -82,12 +82,26 @@ async fn broker_modification_updates_the_context_and_sends_update_metadata_to_al
         .set_data(&paths::broker(2), &again, ANY_VERSION)
         .await
         .unwrap();
-    // Let the watch event reach the queue, then wait until it has been handled.
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // A third, real change: its watch event arrives after the unchanged rewrite's (one
+    // session's events come in order), so once it has been acted on the rewrite was handled
+    // too, and every request sent since the rewrite is the third change's.
+    let third = BrokerRegistration::plaintext("broker2.example", 39092, None, 0)
+        .to_json()
+        .unwrap();
+    c.brokers[&2]
+        .session
+        .set_data(&paths::broker(2), &third, ANY_VERSION)
+        .await
+        .unwrap();
+    wait_for("third change", || async {
+        told_about(&c, 2, "broker2.example", 39092) == vec![1, 2, 3]
+    })
+    .await;
     c.brokers[&controller].handle.sync().await;
     assert!(
-        c.channel.sent().is_empty(),
-        "unexpected {:?}",
+        told_about(&c, 2, "broker2.example", 29092).is_empty(),
+        "the unchanged rewrite sent {:?}",
         c.channel.sent()
     );
+    assert_eq!(c.channel.sent().len(), 3, "{:?}", c.channel.sent());
 }

@@ -101,6 +101,7 @@ async fn issue_5_retriable_error_answer_is_retried_until_it_succeeds() {
     let sent = channel.sent_to(2);
     assert_eq!(sent.len(), 4);
     assert!(sent.windows(2).all(|w| w[0] == w[1]));
+    // A deliberate window in which a second answer would show: its absence is what is tested.
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(rx.try_recv().is_err(), "one answer per request");
 }
@@ -158,6 +159,8 @@ async fn issue_5_broker_that_leaves_stops_being_retried() {
     })
     .await;
     manager.remove_broker(2);
+    // Deliberate windows, the thing tested: one for an attempt already in flight to end, then
+    // one in which a retry would show.
     tokio::time::sleep(Duration::from_millis(10)).await;
     let attempts = channel.attempts();
     tokio::time::sleep(Duration::from_millis(50)).await;

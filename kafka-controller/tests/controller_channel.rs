@@ -79,8 +79,17 @@ async fn removed_broker_queue_stops_retrying() {
     let mut batch = ControllerBrokerRequestBatch::new();
     batch.add_update_metadata(&ctx, &[2], &[]);
     manager.enqueue(batch.send_requests(&ctx));
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while channel.attempts() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the down broker was not retried"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     manager.remove_broker(2);
+    // Deliberate windows, the thing tested: one for an attempt already in flight to end, then
+    // one in which a retry would show.
     tokio::time::sleep(Duration::from_millis(5)).await;
     let after = channel.attempts();
     tokio::time::sleep(Duration::from_millis(30)).await;

@@ -130,11 +130,18 @@ async fn k1_on_zookeeper_a_broker_session_expiry_moves_its_leaderships() -> Test
     Ok(())
 }
 
+/// The real `Controller` event loops of brokers 1 and 2 on one ZooKeeper: controller 1's
+/// session expires while it is cut off, so broker 2 (not broker 1 on a new session) wins the
+/// next epoch and takes broker 1's leadership; broker 1 comes back, resigns, stays a follower,
+/// and a write it makes as the old controller is rejected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_higher_epoch(
+async fn k6_on_zookeeper_controller_event_loops_another_broker_wins_and_the_old_one_is_fenced(
 ) -> TestResult {
+    use ha_coordination::{CreateMode, Op};
+    use kafka_controller::zk_data::{ControllerZNode, KafkaZkError};
+
     if !require_zookeeper(
-        "k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_higher_epoch",
+        "k6_on_zookeeper_controller_event_loops_another_broker_wins_and_the_old_one_is_fenced",
     )? {
         return Ok(());
     }
@@ -147,16 +154,75 @@ async fn k6_on_zookeeper_controller_session_expiry_elects_a_controller_with_a_hi
         .await
         .ok_or("broker 1 not elected")?;
     let b2 = start_broker(&zk, 2, &channel).await?;
-    b1.expire(&zk).await?;
-    eventually("a controller with a higher epoch", || async {
-        [&b1, &b2]
-            .iter()
-            .any(|b| b.handle.status().active_epoch.is_some_and(|e| e > first))
+    let admin_client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
+    let admin_zk = KafkaZkClient::new(Arc::new(
+        ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?,
+    ));
+    let first_epoch = admin_zk.controller_epoch().await?.ok_or("no epoch")?;
+    assert_eq!(first_epoch.epoch, first);
+    admin::create_topic_with_assignment(&admin_client, "t", &BTreeMap::from([(0, vec![1, 2])]))
+        .await?;
+    eventually("t-0 led by 1", || async {
+        leader(&admin_client, "t", 0).await == Some(1)
     })
     .await?;
-    let kzk = KafkaZkClient::new(b2.client.clone());
-    let epoch = kzk.controller_epoch().await?.ok_or("no epoch")?;
-    assert!(epoch.epoch > first);
+    // Controller 1 is cut off and its session closed; it stays cut off until broker 2 has won.
+    b1.proxy.pause();
+    b1.client.close_session_at(&zk.connect_string()).await?;
+    eventually("broker 2 controls a higher epoch", || async {
+        b2.handle.status().active_epoch.is_some_and(|e| e > first)
+    })
+    .await?;
+    let second = admin_zk.controller_epoch().await?.ok_or("no epoch")?;
+    assert_eq!(second.epoch, first + 1);
+    assert_eq!(b2.handle.status().active_epoch, Some(second.epoch));
+    // Broker 1's registration went with its session: broker 2 moved t-0 to itself.
+    eventually("t-0 led by 2", || async {
+        leader(&admin_client, "t", 0).await == Some(2)
+    })
+    .await?;
+    // Broker 1 reconnects, learns its session expired, and resigns.
+    b1.proxy.resume();
+    eventually("broker 1 resigned", || async {
+        b1.handle.status().active_epoch.is_none()
+    })
+    .await?;
+    let (data, _) = admin_client.get_data(paths::CONTROLLER, false).await?;
+    assert_eq!(ControllerZNode::from_json(&data)?.brokerid, 2);
+    assert_eq!(b2.handle.status().active_epoch, Some(second.epoch));
+    // A write broker 1 makes as the epoch-`first` controller is rejected and lands nothing.
+    let old = KafkaZkClient::new(b1.client.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let zombie = loop {
+        let r = old
+            .fenced_multi(
+                first_epoch,
+                vec![Op::create("/zombie", Vec::new(), CreateMode::Persistent)],
+            )
+            .await;
+        match &r {
+            Err(KafkaZkError::Coordination(e))
+                if e.is_session_problem() && tokio::time::Instant::now() < deadline =>
+            {
+                // The client is still opening its new session: poll until it has.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => break r,
+        }
+    };
+    assert!(
+        matches!(zombie, Err(KafkaZkError::ControllerMoved { .. })),
+        "{zombie:?}"
+    );
+    assert!(admin_client.exists("/zombie", false).await?.is_none());
+    let (data, _) = admin_client
+        .get_data(&paths::partition_state("t", 0), false)
+        .await?;
+    assert_eq!(
+        PartitionStateZNode::from_json(&data)?.controller_epoch,
+        second.epoch,
+        "the partition's last writer is the new controller"
+    );
     for b in [&b1, &b2] {
         b.handle.shutdown();
     }

@@ -57,6 +57,8 @@ pub mod header;
 pub mod records;
 #[rustfmt::skip]
 pub mod messages;
+#[cfg(feature = "never-in-production")]
+pub mod never_in_production;
 pub mod primitives;
 #[cfg(feature = "sample")]
 pub mod sample;

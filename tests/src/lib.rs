@@ -9,7 +9,7 @@
 //! runtime. The Kafka model ([`kafka`]) runs brokers on the real
 //! `kafka-replication` partition core and a controller electing with the real
 //! `kafka-controller` strategies, over a [`net::Network`] that misbehaves, and checks the
-//! replication invariants after every step. The ZooKeeper model ([`zab`]) runs ensembles of
+//! replication invariants after every step, every delivered message and every store write. The ZooKeeper model ([`zab`]) runs ensembles of
 //! servers on zab-core's real election, discovery and broadcast cores and checks Z1, Z5, the
 //! survival of committed transactions and liveness. A failing run reports its seed and a trace of
 //! the last events; running the seed again replays it.

@@ -2,7 +2,8 @@
 //! every broker over `MemoryCoordination`, `kafka-replication`'s replica manager and fetchers,
 //! `kafka-wire` requests on the simulated network — with crashes, pauses (zombie
 //! controllers), symmetric and one-way partitions, session expiries, message loss,
-//! duplication and reordering, and every invariant checked after every step. `SIM_SEEDS=N`
+//! duplication and reordering, and every invariant checked after every step, every delivered
+//! message and every store write. `SIM_SEEDS=N`
 //! runs N seeds per scenario instead of the default.
 
 use ha_tests::kafka::check::Invariant;

@@ -254,6 +254,9 @@ impl Cluster {
         let session = b.session.session_id();
         self.tree.suspend(session);
         b.handle.shutdown();
+        // The scenario's crash-to-expiry delay, not a wait for a condition: the loop may be
+        // blocked in a store call of the cut-off session (those wait for the connection), so
+        // there is nothing to wait on; the Shutdown queued before the expiry's events ends it.
         tokio::time::sleep(Duration::from_millis(20)).await;
         self.tree.expire(session);
     }

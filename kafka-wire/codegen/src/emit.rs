@@ -4,6 +4,12 @@ use std::fmt::Write as _;
 
 use crate::model::{snake, Field, Range, Spec, Struct, Ty};
 
+/// The one decoder with a planted bug behind the `never-in-production` feature: the struct
+/// and its two same-typed fields that the decoder swaps when a test asks it to.
+fn mutation(name: &str) -> Option<(&'static str, &'static str)> {
+    (name == "LeaderAndIsrPartitionState").then_some(("leader_epoch", "partition_epoch"))
+}
+
 /// A version condition, simplified against the message's valid versions.
 pub(crate) enum Cond {
     Always,
@@ -27,7 +33,7 @@ pub(crate) fn cond(r: &Range, valid: &Range) -> Cond {
 }
 
 /// The negation of a condition expression made by [`cond`].
-fn neg(e: &str) -> String {
+pub(crate) fn neg(e: &str) -> String {
     if let Some(n) = e.strip_prefix("version >= ") {
         format!("version < {n}")
     } else if let Some(n) = e.strip_prefix("version <= ") {
@@ -580,7 +586,18 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             "                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),\n                }\n",
         );
     }
-    out.push_str("            }\n        }\n        Ok(())\n    }\n}\n\n");
+    out.push_str("            }\n        }\n");
+    if let Some((a, b)) = mutation(&st.name) {
+        let _ = writeln!(
+            out,
+            "        // A planted bug for the value conformance test to catch; off unless a test\n        \
+             // turns it on for its thread (feature `never-in-production`).\n        \
+             #[cfg(feature = \"never-in-production\")]\n        \
+             if crate::never_in_production::decoder_swaps_epochs() {{\n            \
+             std::mem::swap(&mut this.{a}, &mut this.{b});\n        }}"
+        );
+    }
+    out.push_str("        Ok(())\n    }\n}\n\n");
 
     // Encode
     let _ = writeln!(

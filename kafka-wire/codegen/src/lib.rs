@@ -14,6 +14,7 @@ use serde_json::Value;
 mod emit;
 mod model;
 mod sample;
+mod values;
 
 pub use model::{parse_spec, Spec};
 
@@ -137,6 +138,16 @@ pub fn generate(specs_dir: &Path) -> Result<Vec<GeneratedFile>, GenError> {
         contents: mod_file(&specs),
     });
     Ok(files)
+}
+
+/// The mapping between our message types and `kafka-protocol`'s for the value conformance
+/// test: the file `kafka-wire/tests/value_conformance/generated.rs`.
+pub fn generate_values(specs_dir: &Path) -> Result<GeneratedFile, GenError> {
+    let specs = load_specs(specs_dir)?;
+    Ok(GeneratedFile {
+        name: "generated.rs".to_string(),
+        contents: values::values_file(&specs),
+    })
 }
 
 const HEADER: &str =

@@ -1,5 +1,6 @@
 //! `cargo run -p kafka-wire-codegen -- <specs dir> [output dir]`: writes the message modules of
-//! `kafka-wire` (by default into `kafka-wire/src/messages/`).
+//! `kafka-wire` (by default into `kafka-wire/src/messages/`), and the type mapping of the value
+//! conformance test into `kafka-wire/tests/value_conformance/generated.rs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,5 +34,20 @@ fn main() -> ExitCode {
         }
     }
     println!("wrote {} files to {}", files.len(), out.display());
+    let values = match kafka_wire_codegen::generate_values(&specs) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/value_conformance")
+        .join(&values.name);
+    if let Err(e) = std::fs::write(&path, &values.contents) {
+        eprintln!("error: writing {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    println!("wrote {}", path.display());
     ExitCode::SUCCESS
 }

@@ -43,6 +43,16 @@ fn generated_code_is_fresh() {
     let mut expected: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     expected.sort();
     assert_eq!(on_disk, expected, "unexpected files in src/messages");
+    let values = kafka_wire_codegen::generate_values(&specs).expect("specs generate");
+    let committed = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/value_conformance")
+            .join(&values.name),
+    )
+    .unwrap_or_default();
+    if committed != values.contents {
+        stale.push(format!("tests/value_conformance/{}", values.name));
+    }
     assert!(
         stale.is_empty(),
         "stale generated files {stale:?}; run: cargo run -p kafka-wire-codegen -- <specs dir>"

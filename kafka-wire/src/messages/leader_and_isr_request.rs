@@ -624,6 +624,12 @@ impl LeaderAndIsrPartitionState {
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
+        // A planted bug for the value conformance test to catch; off unless a test
+        // turns it on for its thread (feature `never-in-production`).
+        #[cfg(feature = "never-in-production")]
+        if crate::never_in_production::decoder_swaps_epochs() {
+            std::mem::swap(&mut this.leader_epoch, &mut this.partition_epoch);
+        }
         Ok(())
     }
 }

@@ -1,5 +1,4 @@
-//! The invariants of the Kafka model, checked after every step (the invariants of `KafkaReplication.tla`, the TLA+ specification of Kafka's replication in
-//! github.com/hachikuji/kafka-specification):
+//! The invariants of the Kafka model, checked after every step, every delivered message and every store write (the invariants of Kafka's TLA+ replication specification, `KafkaReplication.tla`):
 //!
 //! - **one leader per epoch**: no two brokers ever lead the same leader epoch;
 //! - **epochs only grow**: the stored leader and partition epochs, and the leader epoch a

@@ -1,5 +1,5 @@
 //! One seeded run of the Kafka model: the step loop, fault injection, the producer and the
-//! consumer, and the checks after every step.
+//! consumer, and the checks after every step, every delivered message and every store write.
 
 use std::collections::BTreeMap;
 
@@ -374,6 +374,8 @@ impl Cluster {
         self.steps += 1;
         let now = self.now;
         self.inject_faults();
+        // A controller failover writes the store.
+        self.check()?;
         if self.heal_at.is_some_and(|t| now >= t) {
             self.heal_at = None;
             self.net.heal();
@@ -423,10 +425,13 @@ impl Cluster {
             self.record_notes(to, &mut notes);
             let sent = std::mem::take(&mut out);
             self.send_all(to, sent);
+            // After every delivered message (and every store write it caused).
+            self.check()?;
         }
         self.controller.tick(now, &self.cfg, &mut out);
         let sent = std::mem::take(&mut out);
         self.send_all(CONTROLLER, sent);
+        self.check()?;
         let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
         for id in ids {
             if let Some(b) = self.brokers.get_mut(&id) {
@@ -436,6 +441,7 @@ impl Cluster {
             }
             let sent = std::mem::take(&mut out);
             self.send_all(id, sent);
+            self.check()?;
         }
         self.client_tick();
         self.check()
@@ -523,8 +529,14 @@ impl Cluster {
                 log: b.log(),
             })
             .collect();
+        // Each write with the state it left (the brokers do not change while the controller
+        // writes), then the store as it is now.
+        for w in &writes {
+            self.checker
+                .check(&views, &w.state, std::slice::from_ref(w))?;
+        }
         let store = self.controller.state();
-        self.checker.check(&views, &store, &writes)
+        self.checker.check(&views, &store, &[])
     }
 
     /// Runs until the configured duration or the first violation.

@@ -2,7 +2,8 @@
 //! controller electing with the real `kafka-controller` strategies over a store with
 //! compare-and-set on the partition epoch, an acks=all producer and a consumer — all over the
 //! simulated network, with crashes, pauses, partitions, session expiries and controller
-//! failovers, and every invariant checked after every step. The same checks run on the real
+//! failovers, and every invariant checked after every step, every delivered message and every
+//! store write. The same checks run on the real
 //! cores in [`crate::real`]; this model keeps the scripted known-bug schedules and the
 //! model-level broken variants.
 

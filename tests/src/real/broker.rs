@@ -32,7 +32,7 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::mpsc;
 
 use super::channel::{Outgoing, SimChannel};
-use super::coord::{Life, LifeCell, Role, SimCoord, StaleWrite, StoreBreakage};
+use super::coord::{Life, LifeCell, Role, SimCoord, StaleWrite, StoreBreakage, WriteLog};
 use super::{Msg, RealConfig};
 use crate::net::NodeId;
 
@@ -108,6 +108,8 @@ pub struct Env<'a> {
     pub outbox: &'a mpsc::UnboundedSender<Outgoing>,
     /// The store audit.
     pub audit: &'a Arc<Mutex<Vec<StaleWrite>>>,
+    /// The log of store writes, checked one by one.
+    pub writes: &'a WriteLog,
     /// Store breakage.
     pub breakage: StoreBreakage,
     /// Where answers computed off the step (a controller's ControlledShutdown reply) go.
@@ -198,6 +200,7 @@ impl SimBroker {
             Role::Controller(self.id),
             env.breakage,
             env.audit.clone(),
+            env.writes.clone(),
         );
         let broker_coord: Arc<dyn Coordination> = Arc::new(SimCoord::new(
             coord.clone(),
@@ -205,6 +208,7 @@ impl SimBroker {
             Role::Broker(self.id),
             env.breakage,
             env.audit.clone(),
+            env.writes.clone(),
         ));
         let channel = SimChannel::new(
             self.id,

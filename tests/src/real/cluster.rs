@@ -1,6 +1,6 @@
 //! One seeded run of the Kafka cluster on the real cores: the step loop on a paused tokio
 //! clock, fault injection, the acks=all producer and the consumer, and the checks after every
-//! step (the replication invariants of [`crate::kafka::check`], plus one active controller per
+//! step, every delivered message and every store write (the replication invariants of [`crate::kafka::check`], plus one active controller per
 //! controller epoch and the store audit of stale controller writes).
 
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::broker::{lock, Env, SimBroker};
 use super::channel::Outgoing;
-use super::coord::StaleWrite;
+use super::coord::{StaleWrite, StoreSnapshot, WriteLog};
 use super::{Msg, RealConfig};
 use crate::kafka::broker::produce_batch;
 use crate::kafka::check::{BrokerView, Checker, Invariant, Violation};
@@ -149,6 +149,7 @@ pub struct RealCluster {
     pending_control: BTreeMap<u64, oneshot::Sender<kafka_wire::ResponseBody>>,
     next_control: u64,
     audit: Arc<Mutex<Vec<StaleWrite>>>,
+    writes: WriteLog,
     restart_at: BTreeMap<BrokerId, u64>,
     isolated: BTreeMap<BrokerId, u64>,
     isolation_expiry: Vec<(u64, BrokerId)>,
@@ -254,6 +255,12 @@ impl RealCluster {
         let (outbox_tx, outbox) = mpsc::unbounded_channel();
         let (replies_tx, replies) = mpsc::unbounded_channel();
         let audit = Arc::new(Mutex::new(Vec::new()));
+        let writes = WriteLog::new(
+            tree.connect(),
+            (0..cfg.partitions)
+                .map(|p| paths::partition_state(TOPIC, p))
+                .collect(),
+        );
         let mut c = RealCluster {
             cfg,
             seed,
@@ -271,6 +278,7 @@ impl RealCluster {
             pending_control: BTreeMap::new(),
             next_control: 0,
             audit,
+            writes,
             restart_at: BTreeMap::new(),
             isolated: BTreeMap::new(),
             isolation_expiry: Vec::new(),
@@ -311,6 +319,7 @@ impl RealCluster {
             tree: &self.tree,
             outbox: &self.outbox_tx,
             audit: &self.audit,
+            writes: &self.writes,
             breakage: self.cfg.breakage,
             replies: &self.replies_tx,
             seed: self.seed,
@@ -396,23 +405,26 @@ impl RealCluster {
                 self.calm();
             }
             self.timed_events();
-            self.deliver_due();
+            self.deliver_due().await?;
             let mut out = Vec::new();
-            for b in self.brokers.values_mut() {
+            let ids: Vec<BrokerId> = self.brokers.keys().copied().collect();
+            for id in ids {
                 out.clear();
-                b.step(self.now, &self.cfg, &mut out);
-                let from = b.id;
+                if let Some(b) = self.brokers.get_mut(&id) {
+                    b.step(self.now, &self.cfg, &mut out);
+                }
                 for (to, msg) in out.drain(..) {
                     send(
                         &mut self.net,
                         &mut self.rng,
                         &mut self.trace,
                         self.now,
-                        from,
+                        id,
                         to,
                         msg,
                     );
                 }
+                self.check().await?;
             }
             self.clients();
         }
@@ -830,6 +842,7 @@ impl RealCluster {
                 tree: &tree,
                 outbox: &self.outbox_tx,
                 audit: &self.audit,
+                writes: &self.writes,
                 breakage: cfg.breakage,
                 replies: &self.replies_tx,
                 seed: self.seed,
@@ -841,7 +854,8 @@ impl RealCluster {
         }
     }
 
-    fn deliver_due(&mut self) {
+    /// Delivers the messages due, checking every invariant after each one.
+    async fn deliver_due(&mut self) -> Result<(), Violation> {
         let now = self.now;
         let mut out = Vec::new();
         while let Some((from, to, msg)) = self.net.pop_due(now) {
@@ -849,9 +863,13 @@ impl RealCluster {
                 t.push(now, format!("{from} -> {to}: {}", summary(&msg)));
             }
             match to {
-                PRODUCER | CONSUMER => self.client_receive(to, msg),
+                PRODUCER | CONSUMER => {
+                    self.client_receive(to, msg);
+                    self.check().await?;
+                }
                 _ => {
                     if let Msg::ControlResp { id, body } = msg {
+                        // Only wakes the controller's task: nothing changes until it runs.
                         if let Some(reply) = self.pending_control.remove(&id) {
                             let _ = reply.send(body);
                         }
@@ -879,9 +897,11 @@ impl RealCluster {
                             m,
                         );
                     }
+                    self.check().await?;
                 }
             }
         }
+        Ok(())
     }
 
     fn clients(&mut self) {
@@ -1049,19 +1069,39 @@ impl RealCluster {
         }
     }
 
-    async fn store_state(&self, p: i32) -> Option<LeaderAndIsr> {
-        let path = paths::partition_state(TOPIC, p);
-        let (data, stat) = self.observer.get_data(&path, false).await.ok()?;
-        let z = PartitionStateZNode::from_json(&data).ok()?;
-        Some(LeaderAndIsr {
-            leader: z.leader,
-            leader_epoch: z.leader_epoch,
-            isr: z.isr,
-            partition_epoch: stat.version,
-        })
+    /// The partition states of a snapshot of the store.
+    fn parse_snapshot(snapshot: StoreSnapshot) -> Vec<Option<LeaderAndIsr>> {
+        snapshot
+            .into_iter()
+            .map(|r| {
+                let (data, version) = r?;
+                let z = PartitionStateZNode::from_json(&data).ok()?;
+                Some(LeaderAndIsr {
+                    leader: z.leader,
+                    leader_epoch: z.leader_epoch,
+                    isr: z.isr,
+                    partition_epoch: version,
+                })
+            })
+            .collect()
     }
 
-    /// The checks after a step.
+    /// The partition states in the store now.
+    async fn store_states(&self) -> Vec<Option<LeaderAndIsr>> {
+        let paths: Vec<String> = (0..self.cfg.partitions)
+            .map(|p| paths::partition_state(TOPIC, p))
+            .collect();
+        let snapshot = self
+            .observer
+            .get_data_many(&paths)
+            .await
+            .into_iter()
+            .map(|r| r.ok().map(|(data, stat)| (data, stat.version)))
+            .collect();
+        Self::parse_snapshot(snapshot)
+    }
+
+    /// The checks after a step, a delivered message or a store write.
     async fn check(&mut self) -> Result<(), Violation> {
         // K6: one active controller per controller epoch (a paused zombie included).
         for b in self.brokers.values() {
@@ -1120,8 +1160,21 @@ impl RealCluster {
                 self.note(|| format!("topic {topic} deleted"));
             }
         }
-        for p in 0..self.cfg.partitions {
-            let Some(store) = self.store_state(p).await else {
+        // Every store write since the last check, in order, with the state it left (the
+        // brokers did not change meanwhile: only their tasks ran, and those only write to the
+        // store); then the store as it is now.
+        for snapshot in self.writes.take() {
+            let states = Self::parse_snapshot(snapshot);
+            self.check_partitions(&states)?;
+        }
+        let states = self.store_states().await;
+        self.check_partitions(&states)
+    }
+
+    /// The replication invariants of every partition against `states` (the store's).
+    fn check_partitions(&mut self, states: &[Option<LeaderAndIsr>]) -> Result<(), Violation> {
+        for (p, store) in (0..self.cfg.partitions).zip(states) {
+            let Some(store) = store else {
                 continue;
             };
             let tp = TopicPartition::new(TOPIC, p);
@@ -1155,7 +1208,7 @@ impl RealCluster {
             let Some(checker) = self.checkers.get_mut(&p) else {
                 continue;
             };
-            checker.check(&views, &store, &[]).map_err(|mut v| {
+            checker.check(&views, store, &[]).map_err(|mut v| {
                 v.detail = format!("partition {p}: {}", v.detail);
                 v
             })?;

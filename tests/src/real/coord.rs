@@ -3,7 +3,9 @@
 //! until it wakes (a GC pause: the call was issued before and lands after); a crashed node's
 //! calls never complete (the process is gone). Every write the controller makes under
 //! `/brokers/topics` is audited: it must carry the `/controller_epoch` check (K6 fencing),
-//! and the epoch it checked must be the current one when it lands.
+//! and the epoch it checked must be the current one when it lands. Every write that lands is
+//! also logged with the partition states it left ([`WriteLog`]), so the simulator checks its
+//! invariants after each store write, not only once per step.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -96,6 +98,64 @@ pub struct StoreBreakage {
     pub ignore_controller_epoch_check: bool,
 }
 
+/// The partition states (raw znode data and version, `None` if absent) right after one
+/// store write.
+pub type StoreSnapshot = Vec<Option<(Vec<u8>, i32)>>;
+
+/// The store writes that landed since the simulator last looked, each with a snapshot of the
+/// watched partition-state znodes taken right after it (on the single-threaded runtime no
+/// other task runs in between).
+#[derive(Clone)]
+pub struct WriteLog {
+    observer: MemoryCoordination,
+    paths: Arc<Vec<String>>,
+    snapshots: Arc<Mutex<Vec<StoreSnapshot>>>,
+}
+
+impl std::fmt::Debug for WriteLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteLog")
+            .field("paths", &self.paths)
+            .finish()
+    }
+}
+
+impl WriteLog {
+    /// A log reading `paths` through `observer` after every write.
+    pub fn new(observer: MemoryCoordination, paths: Vec<String>) -> Self {
+        WriteLog {
+            observer,
+            paths: Arc::new(paths),
+            snapshots: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Records the state left by a write that just landed.
+    pub async fn record(&self) {
+        let snapshot = self
+            .observer
+            .get_data_many(&self.paths)
+            .await
+            .into_iter()
+            .map(|r| r.ok().map(|(data, stat)| (data, stat.version)))
+            .collect();
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(snapshot);
+    }
+
+    /// The snapshots recorded since the last call, oldest first.
+    pub fn take(&self) -> Vec<StoreSnapshot> {
+        std::mem::take(
+            &mut *self
+                .snapshots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+}
+
 /// Who a client is, for the audit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -113,6 +173,7 @@ pub struct SimCoord {
     role: Role,
     breakage: StoreBreakage,
     audit: Arc<Mutex<Vec<StaleWrite>>>,
+    writes: WriteLog,
 }
 
 impl std::fmt::Debug for SimCoord {
@@ -133,13 +194,15 @@ fn under_topics(op: &Op) -> Option<&str> {
 }
 
 impl SimCoord {
-    /// A client on `inner`'s session, gated by `life`, auditing into `audit`.
+    /// A client on `inner`'s session, gated by `life`, auditing into `audit` and logging
+    /// every write that lands into `writes`.
     pub fn new(
         inner: MemoryCoordination,
         life: LifeCell,
         role: Role,
         breakage: StoreBreakage,
         audit: Arc<Mutex<Vec<StaleWrite>>>,
+        writes: WriteLog,
     ) -> Self {
         SimCoord {
             inner,
@@ -147,6 +210,7 @@ impl SimCoord {
             role,
             breakage,
             audit,
+            writes,
         }
     }
 
@@ -200,6 +264,7 @@ impl Coordination for SimCoord {
         let r = self.inner.create(path, data, mode).await;
         if r.is_ok() {
             self.audit_plain(path);
+            self.writes.record().await;
         }
         r
     }
@@ -228,6 +293,7 @@ impl Coordination for SimCoord {
         let r = self.inner.set_data(path, data, version).await;
         if r.is_ok() {
             self.audit_plain(path);
+            self.writes.record().await;
         }
         r
     }
@@ -237,6 +303,7 @@ impl Coordination for SimCoord {
         let r = self.inner.delete(path, version).await;
         if r.is_ok() {
             self.audit_plain(path);
+            self.writes.record().await;
         }
         r
     }
@@ -295,6 +362,9 @@ impl Coordination for SimCoord {
                     });
                 }
             }
+        }
+        if r.is_ok() {
+            self.writes.record().await;
         }
         r
     }
