@@ -78,6 +78,7 @@ mod channel_tcp;
 pub mod config;
 pub mod glue;
 mod leader_link_tcp;
+pub mod metrics;
 pub mod node;
 mod producer_ids;
 pub mod server;

@@ -76,3 +76,38 @@ fn topic_partitions_compare_by_name_then_index_whether_or_not_they_share_the_nam
     set.insert(a0);
     assert!(set.contains(&b0));
 }
+
+#[test]
+fn controller_stats_count_offline_and_imbalanced_partitions_and_elections() {
+    use kafka_controller::context::PartitionLeadership;
+    let mut ctx = context(&[1, 2, 3]);
+    for (p, leader) in [(0, 1), (1, 2), (2, 3)] {
+        let tp = TopicPartition::new("t", p);
+        ctx.set_partition_assignment(&tp, ReplicaAssignment::new(vec![1, 2, 3]));
+        ctx.put_leadership(tp, PartitionLeadership::new(leader, 0, vec![1, 2, 3], 5, 0));
+    }
+    let s = ctx.stats();
+    assert_eq!(
+        (
+            s.global_partition_count,
+            s.global_topic_count,
+            s.live_brokers
+        ),
+        (3, 1, 3)
+    );
+    assert_eq!(s.offline_partitions, 0);
+    assert_eq!(
+        s.preferred_replica_imbalance, 2,
+        "partitions 1 and 2 are not led by broker 1"
+    );
+    ctx.remove_live_broker(3);
+    assert_eq!(
+        ctx.stats().offline_partitions,
+        1,
+        "partition 2's leader is gone"
+    );
+    ctx.record_leader_election(false);
+    ctx.record_leader_election(true);
+    let s = ctx.stats();
+    assert_eq!((s.leader_elections, s.unclean_leader_elections), (2, 1));
+}

@@ -897,3 +897,39 @@ fn a_follower_moves_its_log_start_offset_to_the_leaders_within_its_high_watermar
         "never backwards"
     );
 }
+
+#[test]
+fn stats_count_under_replicated_leaders_and_committed_isr_expansions() {
+    let mut m = manager(1);
+    let mut req = lair(1, &[(0, 1, 1)]);
+    req.topic_states[0].partition_states[0].isr = vec![1].into();
+    m.become_leader_or_follower(0, &req, 4);
+    assert!(m.append_records(&tp(0), batch(2), 1).is_ok());
+    actions(&mut m);
+    let s = m.stats();
+    assert_eq!(
+        (s.partitions, s.leaders, s.under_replicated_partitions),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        s.at_min_isr_partitions, 1,
+        "ISR [1] with min.insync.replicas 1"
+    );
+    respond(m.fetch(2, &fetch_request(2, 0, 0, &[(0, 2, 1)])));
+    let Some(proposal) = actions(&mut m).into_iter().find_map(|a| match a {
+        ReplicaAction::AlterIsr(p) => Some(p),
+        _ => None,
+    }) else {
+        panic!("a caught-up follower is proposed for the ISR");
+    };
+    assert_eq!(m.stats().isr_expands, 0, "counted once committed");
+    m.on_isr_result(
+        &proposal,
+        crate::isr::IsrResult::Committed {
+            partition_epoch: proposal.proposed.partition_epoch + 1,
+        },
+    );
+    let s = m.stats();
+    assert_eq!((s.isr_expands, s.isr_shrinks), (1, 0));
+    assert_eq!(s.under_replicated_partitions, 0);
+}

@@ -104,6 +104,10 @@ struct Args {
     /// `controlled.shutdown.retry.backoff.ms`.
     #[arg(long)]
     controlled_shutdown_retry_backoff_ms: Option<u64>,
+    /// Serve the broker's metrics in Prometheus' text format on `host:port` (`/metrics`); off
+    /// unless given.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 impl Args {
@@ -240,6 +244,13 @@ impl StopSignals {
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    if let Some(addr) = args.metrics_listen {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()
+            .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        tracing::info!(%addr, "serving metrics");
+    }
     let mut signals = StopSignals::install();
     let topics = args
         .topics

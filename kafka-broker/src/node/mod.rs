@@ -178,9 +178,19 @@ pub struct NodeConfig {
     pub registration_wait: Duration,
     /// `controlled.shutdown.*`.
     pub controlled_shutdown: ControlledShutdownConfig,
+    /// How often the replication and controller stats are published to the [`metrics`]
+    /// facade ([`crate::metrics`]; a no-op without a recorder). Default 1 s.
+    pub metrics_interval: Duration,
 }
 
 impl NodeConfig {
+    /// Sets [`metrics_interval`](Self::metrics_interval).
+    #[must_use]
+    pub fn with_metrics_interval(mut self, interval: Duration) -> Self {
+        self.metrics_interval = interval;
+        self
+    }
+
     /// Sets [`broker`](Self::broker).
     #[must_use]
     pub fn with_broker(mut self, broker: BrokerConfig) -> Self {
@@ -262,6 +272,7 @@ impl NodeConfig {
             auto_create_topics: Some(AutoCreateConfig::default()),
             registration_wait: crate::glue::DEFAULT_HOLDER_WAIT,
             controlled_shutdown: ControlledShutdownConfig::default(),
+            metrics_interval: Duration::from_secs(1),
         }
     }
 
@@ -307,6 +318,7 @@ pub struct BrokerNode {
     session: Arc<dyn Coordination>,
     controlled_shutdown: ControlledShutdownConfig,
     cluster_id: String,
+    _metrics: crate::metrics::MetricsPublisher,
     _data_dir: Option<data_dir::DataDirLock>,
 }
 
@@ -407,6 +419,12 @@ impl BrokerNode {
         controller_config.broker_id = id;
         let controller = Controller::start(controller_config, session.clone(), channel);
         apis.serve_controller(controller.clone());
+        let driver = apis.driver().clone();
+        let metrics = crate::metrics::MetricsPublisher::spawn(
+            config.metrics_interval,
+            move || driver.with_manager(|m, _| m.stats()),
+            controller.clone(),
+        );
         tracing::info!(broker = id, %addr, broker_epoch = registered.broker_epoch(), cluster_id = %cluster_id, "broker node started");
         Ok(BrokerNode {
             id,
@@ -419,6 +437,7 @@ impl BrokerNode {
             session,
             controlled_shutdown: config.controlled_shutdown,
             cluster_id,
+            _metrics: metrics,
             _data_dir: data_dir,
         })
     }
@@ -479,8 +498,10 @@ impl BrokerNode {
             session,
             controlled_shutdown: _,
             cluster_id: _,
+            _metrics: metrics,
             _data_dir: data_dir,
         } = self;
+        drop(metrics);
         controller.shutdown();
         let mut resigned = false;
         for _ in 0..100 {

@@ -135,7 +135,7 @@ impl Connection {
             tokio::select! {
                 r = read.read_buf(&mut self.read_buf), if can_read => match r {
                     Ok(0) => return CloseReason::PeerClosed,
-                    Ok(_) => {}
+                    Ok(n) => crate::metrics::record_bytes_in(n),
                     Err(e) => return CloseReason::Frame(e.into()),
                 },
                 c = self.completions.recv() => match c {

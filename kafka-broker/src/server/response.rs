@@ -73,6 +73,7 @@ pub(crate) async fn write_chunks<W: AsyncWrite + Unpin>(
     stall_timeout: Duration,
 ) -> std::io::Result<()> {
     let mut chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
+    crate::metrics::record_bytes_out(chunks.iter().map(Bytes::len).sum());
     while !chunks.is_empty() {
         let written = {
             let slices: Vec<IoSlice<'_>> = chunks

@@ -72,6 +72,7 @@ fn deliver(
 }
 
 async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) -> Completion {
+    let started = std::time::Instant::now();
     let QueuedRequest {
         ctx,
         seq,
@@ -128,6 +129,7 @@ async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) 
             }
         },
     };
+    crate::metrics::record_request(api_key, started);
     tracing::trace!(broker, api_key = api, correlation_id, "request handled");
     Completion {
         connection_id: ctx.connection_id,
