@@ -18,6 +18,8 @@ need_apt=()
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# `ip netns` for the real-process fault test's network namespaces.
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "==> installing ${need_apt[*]} from Debian's packages"
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
