@@ -69,7 +69,7 @@ fn server_properties_with_an_unknown_key_starts_and_warns_flags_override_the_fil
     let config = dir.path().join("server.properties");
     write(
         &config,
-        "broker.id=4\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.retention.hours=168\n\
+        "broker.id=4\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.cleaner.enable=true\n\
          min.insync.replicas=3\n",
     );
     let log = dir.path().join("broker.log");
@@ -96,7 +96,7 @@ fn server_properties_with_an_unknown_key_starts_and_warns_flags_override_the_fil
     );
     let text = tail(&log, 200);
     assert!(
-        text.contains("log.retention.hours") && text.contains("unknown or unsupported setting"),
+        text.contains("log.cleaner.enable") && text.contains("unknown or unsupported setting"),
         "{text}"
     );
     assert!(text.contains("controlled shutdown"), "{text}");

@@ -38,12 +38,19 @@ controlled.shutdown.enable=true
 controlled.shutdown.max.retries=5
 controlled.shutdown.retry.backoff.ms=250
 log.retention.hours=168
+log.cleaner.enable=true
 ";
 
 #[test]
 fn kafka_keys_are_read_with_their_types() {
     let (s, unknown) = settings(KAFKA_STYLE).expect("valid");
-    assert_eq!(unknown, vec!["log.retention.hours".to_string()]);
+    assert_eq!(
+        unknown,
+        vec!["log.cleaner.enable".to_string()],
+        "no compaction here"
+    );
+    assert_eq!(s.log_retention_ms, 168 * 3_600_000);
+    assert_eq!((s.log_retention_bytes, s.log_segment_bytes), (-1, 1 << 30));
     assert_eq!(s.broker_id, 2);
     assert_eq!(
         (s.listener.host.as_str(), s.listener.port),
@@ -197,4 +204,27 @@ fn log_dir_is_read_when_log_dirs_is_absent() {
         .collect();
     let (s, _) = ServerSettings::from_properties(&props).expect("valid");
     assert_eq!(s.log_dir.as_os_str(), "/x");
+}
+
+#[test]
+fn retention_keys_follow_kafkas_precedence_and_bounds() {
+    let (s, _) =
+        settings("broker.id=1\nlog.retention.hours=1\nlog.retention.minutes=2\n").expect("valid");
+    assert_eq!(s.log_retention_ms, 120_000, "minutes win over hours");
+    let (s, _) = settings(
+        "broker.id=1\nlog.retention.ms=-1\nlog.retention.minutes=2\nlog.retention.bytes=1000\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        (s.log_retention_ms, s.log_retention_bytes),
+        (-1, 1_000),
+        "ms wins; -1 keeps"
+    );
+    let err = settings("broker.id=1\nlog.segment.bytes=10\n").expect_err("too small");
+    assert!(err.to_string().contains("log.segment.bytes"), "{err}");
+    let err = settings("broker.id=1\nlog.segment.bytes=5000000000\n").expect_err("too big");
+    assert!(err.to_string().contains("log.segment.bytes"), "{err}");
+    let (s, _) = settings("broker.id=1\nlog.retention.check.interval.ms=1000\n").expect("valid");
+    let c = s.node_config("127.0.0.1:9092".parse().expect("address"));
+    assert_eq!(c.broker.retention_check_interval_ms, 1_000);
 }
