@@ -55,6 +55,7 @@ fn main() {
                 .clone()
                 .unwrap_or_else(|| beside("ha-broker")),
             admin_bin: args.admin_bin.clone().unwrap_or_else(|| beside("ha-admin")),
+            rolling_restart: false,
         };
         match fault::run(&cfg) {
             Ok(report) => {

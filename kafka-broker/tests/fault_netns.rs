@@ -29,8 +29,12 @@ fn kcat_present() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-#[test]
-fn operable_broker_loses_no_acknowledged_record_under_real_process_faults_in_namespaces() {
+/// The two runs share the machine's cores: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Root, network namespaces, ZooKeeper and kcat: false (skip) when one is missing outside
+/// `CI`, a failure under `CI`.
+fn environment_ready() -> bool {
     let ci = std::env::var_os("CI").is_some();
     let missing = [
         (!Lab::available()).then_some("root and `ip netns` (network namespaces)"),
@@ -46,8 +50,19 @@ fn operable_broker_loses_no_acknowledged_record_under_real_process_faults_in_nam
             "SKIPPED the real-process fault test: it needs {} (set CI to make this a failure)",
             missing.join(", ")
         );
+        return false;
+    }
+    true
+}
+
+#[test]
+fn operable_broker_loses_no_acknowledged_record_under_real_process_faults_in_namespaces() {
+    if !environment_ready() {
         return;
     }
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let env_u64 = |name: &str, default: u64| {
         std::env::var(name)
             .ok()
@@ -62,12 +77,53 @@ fn operable_broker_loses_no_acknowledged_record_under_real_process_faults_in_nam
         duration: Duration::from_secs(env_u64("HA_FAULT_SECONDS", 75)),
         broker_bin: PathBuf::from(env!("CARGO_BIN_EXE_ha-broker")),
         admin_bin: PathBuf::from(env!("CARGO_BIN_EXE_ha-admin")),
+        rolling_restart: false,
     };
     let report = fault::run(&cfg).unwrap_or_else(|e| panic!("the fault run could not start: {e}"));
     println!("{}", report.render());
     assert!(
         report.passed(),
         "the fault run failed:\n{}",
+        report.render()
+    );
+}
+
+/// A rolling restart of every broker (SIGTERM: controlled shutdown, then a restart, full ISRs
+/// before the next) under the acks=all producer: nothing lost or duplicated, no produce timed
+/// out, and every error a broker answered is the retriable NOT_LEADER_OR_FOLLOWER (6), as with
+/// Kafka's controlled shutdown. Transport errors (a refused connection or one closed by the
+/// broker that is stopping: `connect`, `produce io`) are retried by the client, as librdkafka
+/// does, and allowed.
+#[test]
+fn rolling_restart_under_an_acks_all_producer_sees_only_not_leader_or_follower_from_brokers() {
+    if !environment_ready() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let cfg = fault::RunConfig {
+        seed: 0,
+        duration: Duration::ZERO,
+        broker_bin: PathBuf::from(env!("CARGO_BIN_EXE_ha-broker")),
+        admin_bin: PathBuf::from(env!("CARGO_BIN_EXE_ha-admin")),
+        rolling_restart: true,
+    };
+    let report = fault::run(&cfg).unwrap_or_else(|e| panic!("the run could not start: {e}"));
+    println!("{}", report.render());
+    assert!(
+        report.passed(),
+        "the rolling restart failed:\n{}",
+        report.render()
+    );
+    let others: Vec<_> = report
+        .produce_errors
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "produce 6" | "produce io" | "connect"))
+        .collect();
+    assert!(
+        others.is_empty(),
+        "produce errors beyond NOT_LEADER_OR_FOLLOWER and transport errors: {others:?}\n{}",
         report.render()
     );
 }

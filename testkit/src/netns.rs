@@ -90,11 +90,14 @@ impl Lab {
             .is_ok_and(|s| s.success())
     }
 
-    /// A lab whose links and namespaces are named `<prefix><n>-…` (`n` keeps concurrent labs of
-    /// different processes apart). Its bridge is up with address `10.<a>.<b>.1/24`, a subnet
+    /// A lab whose links and namespaces are named `<prefix><n>-…` (`n`, from the process id and
+    /// a count of this process's labs, keeps concurrent labs apart). Its bridge is up with address `10.<a>.<b>.1/24`, a subnet
     /// picked from the process id in `10.200.0.0/13`.
     pub fn new(prefix: &str) -> Result<Lab, TestkitError> {
-        let n = std::process::id() % 2048;
+        // Up to four labs at once in one process, apart from those of 512 other processes.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4;
+        let n = (std::process::id() % 512) * 4 + k;
         let prefix = format!("{prefix}{n}");
         let bridge = format!("{prefix}br");
         if bridge.len() > 15 {

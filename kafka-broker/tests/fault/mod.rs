@@ -50,6 +50,9 @@ pub struct RunConfig {
     pub broker_bin: PathBuf,
     /// The `ha-admin` binary.
     pub admin_bin: PathBuf,
+    /// A rolling restart instead of the nemesis: each broker in turn is stopped with SIGTERM
+    /// (controlled shutdown), restarted, and given its full ISRs back before the next.
+    pub rolling_restart: bool,
 }
 
 /// What a run saw.
@@ -474,10 +477,20 @@ async fn produce_partition(
                     }
                 }
             }
-            _ => {
+            Ok(Ok(_)) => {
+                shared.count_error("produce: another answer".to_owned());
+                conn = None;
+            }
+            Ok(Err(_)) => {
+                // The connection broke (a broker stopping or cut off): a transport error,
+                // which an idempotent client retries, as librdkafka does.
                 shared.count_error("produce io".to_owned());
                 conn = None;
                 tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(_) => {
+                shared.count_error("produce timeout".to_owned());
+                conn = None;
             }
         }
     }
@@ -697,7 +710,39 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, String> {
             .push("added latency: this kernel has no netem qdisc (partitions instead)".to_owned());
     }
     std::thread::sleep(Duration::from_secs(3));
-    while start.elapsed() < cfg.duration {
+    if cfg.rolling_restart {
+        for b in 0..brokers.len() {
+            let at = start.elapsed();
+            let what = inject(
+                Fault::TerminateBroker,
+                b,
+                &mut brokers,
+                &mut zk,
+                &lab,
+                &zk_hosts,
+                cfg,
+                &zk_connect,
+                &mut rng,
+            );
+            eprintln!("fault run: {:>6.1}s {what}", at.as_secs_f64());
+            report.timeline.push((at, what));
+            let back = runtime.block_on(async {
+                let deadline = Instant::now() + RECOVERY_BOUND;
+                while Instant::now() < deadline {
+                    if metadata(&bootstrap).await.is_some_and(|m| full(&m)) {
+                        return true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                false
+            });
+            report
+                .timeline
+                .push((start.elapsed(), format!("full ISRs again: {back}")));
+            exited(&mut brokers, &mut report);
+        }
+    }
+    while !cfg.rolling_restart && start.elapsed() < cfg.duration {
         let mut fault = FAULTS[rng.random_range(0..FAULTS.len())];
         if matches!(fault, Fault::Latency) && !latency {
             fault = Fault::IsolateBroker;
