@@ -66,9 +66,9 @@ async fn log_retention_moves_list_offsets_earliest_and_fetch_below_it_is_out_of_
     );
     let p = fetched_partition(c.send(12, &fetch(-1, 0, 0)).await.expect("answered"));
     assert_eq!(p.error_code, ErrorCode::OffsetOutOfRange.code());
-    // As Kafka's `readFromLog`, an out-of-range answer carries no offsets: the client asks
-    // ListOffsets (above) where to start.
-    assert_eq!(p.log_start_offset, -1);
+    // The out-of-range answer names the log start offset (Kafka answers -1 and its followers
+    // ask ListOffsets; ours start again there at once).
+    assert_eq!(p.log_start_offset, 3);
     let p = fetched_partition(c.send(12, &fetch(-1, 3, 0)).await.expect("answered"));
     assert_eq!(p.error_code, 0);
     assert_eq!(

@@ -398,6 +398,23 @@ impl ReplicaFetcher {
                 if self.partitions.get(&tp) != Some(&PartitionFetchState::Fetching) {
                     continue;
                 }
+                if d.error_code == ErrorCode::OffsetOutOfRange.code() {
+                    // Below the leader's log start (retention ran while we were away): start
+                    // again at the leader's log start, as Kafka's `handleOutOfRangeError`.
+                    let reset = replicas
+                        .partition_mut(&tp)
+                        .map(|p| p.reset_below_leader_log_start(d.log_start_offset));
+                    if let Some(Ok(true)) = reset {
+                        tracing::info!(
+                            topic = %tp.topic,
+                            partition = tp.partition,
+                            broker = self.leader,
+                            log_start_offset = d.log_start_offset,
+                            "behind the leader's log start; starting again there"
+                        );
+                        continue;
+                    }
+                }
                 if d.error_code != ErrorCode::None.code() {
                     tracing::info!(
                         topic = %tp.topic,

@@ -220,3 +220,38 @@ fn memory_leader_link_carries_both_requests() {
     }
     assert_eq!(leo(&follower), 2);
 }
+
+#[test]
+fn a_follower_below_the_leaders_log_start_starts_again_there() {
+    let (mut leader, mut follower, mut fetcher) = setup(FetcherConfig::default());
+    for _ in 0..4 {
+        assert!(leader.append_records(&tp(), batch(3), -1).is_ok());
+    }
+    pump(10, &mut fetcher, &mut follower, &mut leader, 4);
+    assert_eq!((leo(&follower), hw(&leader)), (12, 12));
+    // Retention removes all but the newest batch on the leader.
+    leader.set_retention(
+        crate::log::RetentionPolicy::keep_all().with_retention_bytes(0),
+        1,
+    );
+    assert_eq!(leader.apply_retention(0), 3);
+    // Broker 2 comes back with an empty disk: its next offset, 0, is below the leader's start.
+    let mut fresh = manager(2);
+    fresh.become_leader_or_follower(0, &lair(1, 1), 4);
+    let mut fetcher = ReplicaFetcher::new(2, 1, FetcherConfig::default());
+    while let Some(a) = fresh.poll_action() {
+        if let ReplicaAction::AddFetcherPartitions { partitions, .. } = a {
+            fetcher.add_partitions(partitions);
+        }
+    }
+    pump(20, &mut fetcher, &mut fresh, &mut leader, 6);
+    let p = fresh
+        .partition(&tp())
+        .map(|p| (p.log_start_offset(), p.log_end_offset()));
+    assert_eq!(
+        p,
+        Some((9, 12)),
+        "started again at the leader's log start and caught up"
+    );
+    assert_eq!(fetcher.state(&tp()), Some(PartitionFetchState::Fetching));
+}

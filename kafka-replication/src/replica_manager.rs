@@ -1012,6 +1012,14 @@ impl<L: LogStorage> ReplicaManager<L> {
                         data.error_code = code;
                         data.high_watermark = -1;
                         data.records = Some(Bytes::new());
+                        // Kafka answers -1 here and its follower asks ListOffsets next; the log
+                        // start offset saves a follower that fell below it that round trip
+                        // (clients ignore it on an error).
+                        if code == ErrorCode::OffsetOutOfRange.code() {
+                            if let Some(p) = self.partitions.get(tp) {
+                                data.log_start_offset = p.log_start_offset();
+                            }
+                        }
                     }
                 }
                 topic.partitions.push(data);

@@ -131,6 +131,10 @@ impl LogStorage for NodeLog {
         either!(self, l => l.apply_retention(now_ms, high_watermark, policy))
     }
 
+    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        either!(self, l => l.truncate_fully_and_start_at(offset))
+    }
+
     fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
         either!(self, l => l.increment_log_start_offset(offset))
     }

@@ -755,6 +755,25 @@ impl LogStorage for FileLog {
         self.delete_oldest(n)
     }
 
+    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        let offset = offset.max(0);
+        tracing::info!(dir = %self.dir.display(), offset, "truncating fully; the log starts again");
+        // The new empty segment first, so that a crash in between leaves a log that opens.
+        let fresh = Segment::create(&self.dir, offset)?;
+        self.segments.clear();
+        self.segments.push(fresh);
+        self.remove_orphans()?;
+        self.epochs = LeaderEpochCache::new();
+        self.persist_epochs()?;
+        self.log_start_offset = offset;
+        write_offset(&self.dir.join(LOG_START_CHECKPOINT), offset)?;
+        self.recovery_point = offset;
+        write_offset(&self.dir.join(RECOVERY_CHECKPOINT), offset)?;
+        self.high_watermark = offset;
+        write_offset(&self.dir.join(HW_CHECKPOINT), offset)?;
+        Ok(())
+    }
+
     fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
         let offset = offset.min(self.log_end_offset());
         if offset <= self.log_start_offset {

@@ -386,3 +386,31 @@ fn follower_log_start_offset_moves_forward_only_and_drops_segments_below_it() {
     drop(log);
     assert_eq!(open(dir.path(), small()).log_start_offset(), 40);
 }
+
+#[test]
+fn truncate_fully_and_start_at_empties_the_log_and_survives_a_restart() {
+    let dir = tempdir();
+    let mut log = open(dir.path(), small());
+    for _ in 0..10 {
+        ok(log.append_as_leader(batch(3), 0));
+    }
+    ok(log.truncate_fully_and_start_at(100));
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 100));
+    assert_eq!(
+        (log.segment_count(), log.epoch_cache().latest_epoch()),
+        (1, None)
+    );
+    drop(log);
+    let mut log = open(dir.path(), small());
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 100));
+    let mut b = kafka_wire::records::RecordBatchBuilder::new(100);
+    b.append(0, None, Some(b"v"), &[])
+        .unwrap_or_else(|e| panic!("test batch: {e}"));
+    let records = b.build().unwrap_or_else(|e| panic!("test batch: {e}"));
+    ok(log.append_as_follower(records));
+    assert_eq!(
+        log.log_end_offset(),
+        101,
+        "a follower's appends continue at the new start"
+    );
+}

@@ -216,6 +216,15 @@ impl LogStorage for MemoryLog {
         })
     }
 
+    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        self.batches.clear();
+        self.log_start_offset = offset;
+        self.log_end_offset = offset;
+        self.epochs = LeaderEpochCache::new();
+        self.high_watermark_checkpoint = offset;
+        Ok(())
+    }
+
     fn increment_log_start_offset(&mut self, offset: i64) -> Result<bool, LogError> {
         let offset = offset.min(self.log_end_offset);
         if offset <= self.log_start_offset {

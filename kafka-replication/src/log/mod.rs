@@ -157,6 +157,11 @@ pub trait LogStorage {
         })
     }
 
+    /// Empties the log and makes `offset` both its start and its end, dropping the leader-epoch
+    /// cache: what a follower does when its next offset is below the leader's log start
+    /// offset (Kafka's `truncateFullyAndStartAt`, from `handleOutOfRangeError`).
+    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError>;
+
     /// Moves the log start offset forward to `offset` (at most the log end offset), as a
     /// follower does with the leader's log start offset (Kafka's
     /// `maybeIncrementLogStartOffset`); segments wholly below it are deleted. Returns whether

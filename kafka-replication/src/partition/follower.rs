@@ -154,6 +154,28 @@ impl<L: LogStorage> Partition<L> {
         Ok(self.log.increment_log_start_offset(target)?)
     }
 
+    /// Kafka's `handleOutOfRangeError` for a follower whose next offset lies below the
+    /// leader's log start offset (the leader deleted those records by retention while this
+    /// replica was away): the log is emptied and starts again at the leader's log start
+    /// offset, which becomes the follower's high watermark too. Returns whether it did; a
+    /// follower at or above the leader's start is left alone (its divergence, if any, is
+    /// handled by leader-epoch truncation).
+    pub fn reset_below_leader_log_start(
+        &mut self,
+        leader_log_start_offset: i64,
+    ) -> Result<bool, PartitionError> {
+        if self.is_leader()
+            || leader_log_start_offset < 0
+            || self.log.log_end_offset() >= leader_log_start_offset
+        {
+            return Ok(false);
+        }
+        self.log
+            .truncate_fully_and_start_at(leader_log_start_offset)?;
+        self.high_watermark = leader_log_start_offset;
+        Ok(true)
+    }
+
     /// Follower HW = `min(leader HW, own LEO)`.
     pub fn update_follower_high_watermark(&mut self, leader_high_watermark: i64) {
         self.high_watermark = leader_high_watermark
