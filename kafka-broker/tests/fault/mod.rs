@@ -396,7 +396,12 @@ async fn produce_partition(
                 shared.observe_leaders(&leaders, Instant::now());
                 m.get(&partition).map_or(-1, |(l, _)| *l)
             }
-            None => -1,
+            None => {
+                // No broker answered Metadata in time (one stopping, the others slow).
+                shared.count_error("metadata unavailable".to_owned());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
         };
         if leader < 0 {
             shared.count_error("no leader".to_owned());
@@ -726,10 +731,18 @@ pub fn run(cfg: &RunConfig) -> Result<RunReport, String> {
             );
             eprintln!("fault run: {:>6.1}s {what}", at.as_secs_f64());
             report.timeline.push((at, what));
+            // As an operator does between two restarts: every broker's metadata shows full
+            // ISRs again (one broker's cache alone may still be the one from before).
             let back = runtime.block_on(async {
                 let deadline = Instant::now() + RECOVERY_BOUND;
                 while Instant::now() < deadline {
-                    if metadata(&bootstrap).await.is_some_and(|m| full(&m)) {
+                    let mut all = true;
+                    for addr in &bootstrap {
+                        all &= metadata(std::slice::from_ref(addr))
+                            .await
+                            .is_some_and(|m| full(&m));
+                    }
+                    if all {
                         return true;
                     }
                     tokio::time::sleep(Duration::from_millis(200)).await;
