@@ -53,11 +53,12 @@ async fn kip_380_registration_is_ephemeral_with_endpoints_rack_and_epoch_czxid()
     );
     assert_eq!(read.rack.as_deref(), Some("rack-a"));
 
-    // Another broker process with the same id is refused once the wait runs out.
+    // One registration attempt of another broker process with the same id is refused once
+    // the wait runs out (a starting broker goes on waiting: see below).
     let other: Arc<dyn Coordination> = Arc::new(tree.connect());
     let taken = BrokerRegistrar::new(other, 1, v5_registration())
         .with_holder_wait(Duration::from_millis(50))
-        .start()
+        .register()
         .await;
     assert!(matches!(
         taken,
@@ -110,8 +111,8 @@ async fn kip_380_a_restart_waits_for_the_old_sessions_registration_to_vanish() -
     Ok(())
 }
 
-/// The registration held by another session never vanishes within the wait (another live
-/// broker with this id): a clear error naming the id and the holder, not a hang.
+/// One registration attempt (`register`) on a node that another session holds past the wait
+/// (another live broker with this id): a clear error naming the id and the holder, not a hang.
 #[tokio::test]
 async fn kip_380_a_registration_held_past_the_wait_is_a_clear_error_not_a_hang() -> TestResult {
     let tree = MemoryTree::new();
@@ -127,7 +128,7 @@ async fn kip_380_a_registration_held_past_the_wait_is_a_clear_error_not_a_hang()
         WAIT,
         BrokerRegistrar::new(Arc::new(tree.connect()), 4, v5_registration())
             .with_holder_wait(wait)
-            .start(),
+            .register(),
     )
     .await?;
     let elapsed = started.elapsed();
@@ -231,5 +232,65 @@ async fn kip_380_connection_loss_without_expiry_keeps_the_registration_and_epoch
     assert_eq!(broker.broker_epoch(), Some(first));
     let (_, stat) = coord.get_data(&paths::broker(2), false).await?;
     assert_eq!((stat.czxid, stat.ephemeral_owner), (first, session));
+    Ok(())
+}
+
+/// The restarted broker loses its own connection to the store while it waits for the old
+/// session's registration to vanish (the ZooKeeper leader it was on died): it registers once
+/// connected again instead of giving up (found by the real-process fault test, where the
+/// broker exited with "registration: connection lost").
+#[tokio::test]
+async fn kip_380_a_restart_waiting_for_the_old_session_survives_a_connection_loss() -> TestResult {
+    let tree = MemoryTree::new();
+    let old_client = tree.connect();
+    let old_session = old_client.session_id();
+    let old: Arc<dyn Coordination> = Arc::new(old_client);
+    let old_zk = KafkaZkClient::new(old.clone());
+    old_zk.create_persistent_paths().await?;
+    let old_epoch = old_zk.register_broker(1, &v5_registration()).await?;
+    let new_client = tree.connect();
+    let new_session = new_client.session_id();
+    let new: Arc<dyn Coordination> = Arc::new(new_client);
+    let registrar = BrokerRegistrar::new(new.clone(), 1, v5_registration()).with_holder_wait(WAIT);
+    let registering = tokio::spawn(async move { registrar.start().await });
+    // The waiting broker is cut off for longer than its recheck period.
+    assert!(tree.suspend(new_session));
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert!(!registering.is_finished(), "it waits, it does not give up");
+    assert!(tree.resume(new_session));
+    assert!(tree.expire(old_session));
+    let registered = tokio::time::timeout(WAIT, registering).await???;
+    let epoch = registered.broker_epoch().ok_or("not registered")?;
+    assert!(epoch > old_epoch);
+    Ok(())
+}
+
+/// A broker starting (`start`) never gives up on a registration held past the wait: the old
+/// session may outlive its timeout while the ZooKeeper ensemble re-elects (a new leader tracks
+/// every session afresh). It logs an error at every wait period and registers once the holder
+/// is gone (found by the real-process fault test, where the broker exited after 11 s).
+#[tokio::test]
+async fn kip_380_a_starting_broker_waits_past_the_bound_and_registers_when_the_holder_goes(
+) -> TestResult {
+    let tree = MemoryTree::new();
+    let holder_client = tree.connect();
+    let holder = holder_client.session_id();
+    let holder_zk = KafkaZkClient::new(Arc::new(holder_client));
+    holder_zk.create_persistent_paths().await?;
+    let old_epoch = holder_zk.register_broker(5, &v5_registration()).await?;
+    let wait = Duration::from_millis(200);
+    let registering = tokio::spawn(
+        BrokerRegistrar::new(Arc::new(tree.connect()), 5, v5_registration())
+            .with_holder_wait(wait)
+            .start(),
+    );
+    tokio::time::sleep(wait * 4).await;
+    assert!(
+        !registering.is_finished(),
+        "still waiting after four wait periods"
+    );
+    assert!(tree.expire(holder));
+    let registered = tokio::time::timeout(WAIT, registering).await???;
+    assert!(registered.broker_epoch().ok_or("not registered")? > old_epoch);
     Ok(())
 }

@@ -6,15 +6,21 @@
 //! A broker restarted before its previous process's session expired finds `/brokers/ids/<id>`
 //! still held by that older session. It does not give up: it waits, watching the node, until
 //! the old session's registration is gone (the server expires it after the session timeout)
-//! and registers then; only when the node outlives the configured wait (the session timeout
-//! plus a margin — so most likely another live broker with the same id) is the registration
-//! refused, with [`KafkaZkError::BrokerIdStillTaken`].
+//! and registers then. [`BrokerRegistrar::register`] alone gives up when the node outlives the
+//! configured wait (the session timeout plus a margin), with
+//! [`KafkaZkError::BrokerIdStillTaken`]; [`BrokerRegistrar::start`] never does: a session can
+//! outlive its timeout when the ZooKeeper ensemble itself is disturbed (a new ZooKeeper leader
+//! tracks every session afresh), so it logs an error every wait period — naming the holder,
+//! and asking whether another broker runs with this id — and goes on waiting, through lost
+//! connections too.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, WatchEventKind};
+use ha_coordination::{
+    Coordination, CoordinationError, CoordinationEvent, SessionEvent, WatchEventKind,
+};
 use kafka_controller::zk_data::{paths, BrokerRegistration, KafkaZkClient, KafkaZkError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -145,6 +151,45 @@ impl BrokerRegistrar {
         }
     }
 
+    /// [`register`](Self::register), tried again while the store cannot be reached (a lost
+    /// connection, or a session that expired meanwhile: the client opens a new one), as
+    /// Kafka's `ZooKeeperClient` waits until connected, and while another session still holds
+    /// the registration (logged as an error at every holder wait); other errors, and a store
+    /// still unreachable after twice the holder wait plus 30 s, end it.
+    async fn register_through_disconnections(&self) -> Result<i64, KafkaZkError> {
+        let unreachable_for = self.holder_wait * 2 + Duration::from_secs(30);
+        let mut deadline = Instant::now() + unreachable_for;
+        let mut pause = self.backoff.max(Duration::from_millis(50));
+        loop {
+            match self.register().await {
+                Err(KafkaZkError::BrokerIdStillTaken {
+                    id,
+                    owner,
+                    waited_ms,
+                }) => {
+                    tracing::error!(
+                        broker = id,
+                        holder_session_id = %format_args!("{owner:#x}"),
+                        waited_ms,
+                        "broker id still registered by another session; is another broker running with this id? still waiting"
+                    );
+                    // The store answered: a later disconnection gets its full allowance.
+                    deadline = Instant::now() + unreachable_for;
+                }
+                Err(KafkaZkError::Coordination(e))
+                    if e.is_session_problem()
+                        && !matches!(e.root(), CoordinationError::Closed)
+                        && Instant::now() < deadline =>
+                {
+                    tracing::warn!(broker = self.id, error = %e, "the store is unreachable; registering again once connected");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                done => return done,
+            }
+        }
+    }
+
     async fn register_with_retries(&self) -> Result<i64, KafkaZkError> {
         let mut pause = self.backoff;
         let mut attempt = 1;
@@ -170,7 +215,7 @@ impl BrokerRegistrar {
     pub async fn start(self) -> Result<RegisteredBroker, KafkaZkError> {
         // Subscribe first: an expiry right after the registration must not be missed.
         let mut events = self.zk.coordination().events();
-        let epoch = self.register().await?;
+        let epoch = self.register_through_disconnections().await?;
         // The session the current registration belongs to: a reconnection within it (after a
         // plain connection loss) finds the registration still in place.
         let mut registered_in = Some(self.zk.coordination().session_id());

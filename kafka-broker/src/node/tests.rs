@@ -131,21 +131,28 @@ async fn shutdown_resigns_and_removes_the_registration_so_another_node_takes_ove
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broker_id_held_by_a_live_node_is_refused() {
+async fn a_broker_id_held_by_a_live_node_keeps_the_second_one_waiting_until_it_goes() {
     let tree = MemoryTree::new();
     let one = BrokerNode::start(config(1), Arc::new(tree.connect()))
         .await
         .expect("node starts");
     let mut second = config(1);
     second.registration_wait = Duration::from_millis(100);
-    let again = BrokerNode::start(second, Arc::new(tree.connect())).await;
-    assert!(matches!(
-        again,
-        Err(super::NodeError::Registration(
-            kafka_controller::zk_data::KafkaZkError::BrokerIdStillTaken { id: 1, .. }
-        ))
-    ));
+    let session = Arc::new(tree.connect());
+    let again = tokio::spawn(BrokerNode::start(second, session));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !again.is_finished(),
+        "the second node waits, it does not exit"
+    );
     one.shutdown().await;
+    let two = tokio::time::timeout(Duration::from_secs(20), again)
+        .await
+        .expect("registers once the first node deregistered")
+        .expect("the task ends")
+        .expect("the second node starts");
+    assert!(two.broker_epoch().is_some());
+    two.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
