@@ -45,6 +45,23 @@ fn value(m: &[(String, f64)], name: &str) -> f64 {
     m.iter().filter(|(n, _)| n == name).map(|(_, v)| *v).sum()
 }
 
+/// The sum of metric `name` over several brokers' scrapes.
+fn total(scrapes: &[Vec<(String, f64)>], name: &str) -> f64 {
+    scrapes.iter().map(|s| value(s, name)).sum()
+}
+
+/// The indexes of the scrapes whose broker is the active controller.
+fn active_controllers(scrapes: &[Vec<(String, f64)>]) -> Vec<usize> {
+    (0..scrapes.len())
+        .filter(|&i| {
+            value(
+                &scrapes[i],
+                "kafka_controller_kafkacontroller_activecontrollercount",
+            ) == 1.0
+        })
+        .collect()
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
@@ -116,26 +133,10 @@ fn metrics_endpoint_reports_kafka_names_through_a_controller_failover() {
     let deadline = Instant::now() + WAIT;
     let controller = loop {
         let m = scrape_all(&[1, 2, 3]);
-        let active: Vec<usize> = (0..3)
-            .filter(|&i| {
-                value(
-                    &m[i],
-                    "kafka_controller_kafkacontroller_activecontrollercount",
-                ) == 1.0
-            })
-            .collect();
-        let leaders: f64 = m
-            .iter()
-            .map(|s| value(s, "kafka_server_replicamanager_leadercount"))
-            .sum();
-        let partitions: f64 = m
-            .iter()
-            .map(|s| value(s, "kafka_server_replicamanager_partitioncount"))
-            .sum();
-        let urp: f64 = m
-            .iter()
-            .map(|s| value(s, "kafka_server_replicamanager_underreplicatedpartitions"))
-            .sum();
+        let active = active_controllers(&m);
+        let leaders = total(&m, "kafka_server_replicamanager_leadercount");
+        let partitions = total(&m, "kafka_server_replicamanager_partitioncount");
+        let urp = total(&m, "kafka_server_replicamanager_underreplicatedpartitions");
         if active.len() == 1 && leaders == 3.0 && partitions == 9.0 && urp == 0.0 {
             let c = &m[active[0]];
             assert_eq!(
@@ -165,22 +166,9 @@ fn metrics_endpoint_reports_kafka_names_through_a_controller_failover() {
     let deadline = Instant::now() + WAIT;
     loop {
         let m = scrape_all(&survivors);
-        let active: Vec<usize> = (0..2)
-            .filter(|&i| {
-                value(
-                    &m[i],
-                    "kafka_controller_kafkacontroller_activecontrollercount",
-                ) == 1.0
-            })
-            .collect();
-        let leaders: f64 = m
-            .iter()
-            .map(|s| value(s, "kafka_server_replicamanager_leadercount"))
-            .sum();
-        let urp: f64 = m
-            .iter()
-            .map(|s| value(s, "kafka_server_replicamanager_underreplicatedpartitions"))
-            .sum();
+        let active = active_controllers(&m);
+        let leaders = total(&m, "kafka_server_replicamanager_leadercount");
+        let urp = total(&m, "kafka_server_replicamanager_underreplicatedpartitions");
         // Exported even while zero: leaders did not shrink any ISR, the controller did.
         let shrinks_exported = m.iter().all(|s| {
             s.iter()
