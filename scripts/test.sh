@@ -2,7 +2,7 @@
 # The one command that runs every test of ha-blocks, as CI does:
 #   scripts/test.sh
 # It installs what the tests need when it is missing (ZooKeeper, kcat and a JRE from Debian's
-# packages), then runs formatting; lint with default and with all features; the whole test
+# packages; the Python clients confluent-kafka and kafka-python from PyPI), then runs formatting; lint with default and with all features; the whole test
 # suite with all features (which includes the bounded fuzz runs, the real-ZooKeeper interop
 # tests and the real-client tests) and the library crates' tests with default features; a build
 # of each library crate without default features; the API docs with warnings denied; and a
@@ -26,6 +26,24 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
+
+# The Python clients of the real-client tests (confluent-kafka, the binding of librdkafka;
+# kafka-python), from PyPI into a virtual environment; the tests find it through HA_PYTHON.
+PY_CLIENTS=(confluent-kafka==2.16.1 kafka-python==3.0.12)
+py_venv=${HA_PY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ha-blocks/python}
+if ! "$py_venv/bin/python" -c "import confluent_kafka, kafka" >/dev/null 2>&1; then
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" >/dev/null 2>&1; then
+    echo "==> installing python3 and python3-venv from Debian's packages"
+    if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3 python3-venv
+  fi
+  echo "==> installing ${PY_CLIENTS[*]} from PyPI into $py_venv"
+  rm -rf "$py_venv"
+  python3 -m venv "$py_venv"
+  "$py_venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_CLIENTS[@]}"
+fi
+export HA_PYTHON="$py_venv/bin/python"
 
 step() {
   local name=$1

@@ -401,3 +401,98 @@ async fn k6_2_k6_3_admin_requests_are_watched_even_before_they_exist() -> Result
     ));
     Ok(())
 }
+
+/// Lets the registration's create meet the older session's node, then expires that session
+/// before the answer comes back: the node is gone by the time the owner is read.
+struct HolderExpiresAfterCreate {
+    inner: ha_coordination::MemoryCoordination,
+    tree: MemoryTree,
+    holder: ha_coordination::SessionId,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl ha_coordination::Coordination for HolderExpiresAfterCreate {
+    fn session_id(&self) -> ha_coordination::SessionId {
+        self.inner.session_id()
+    }
+    fn session_state(&self) -> ha_coordination::SessionState {
+        self.inner.session_state()
+    }
+    fn events(&self) -> ha_coordination::EventStream {
+        self.inner.events()
+    }
+    async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<(String, ha_coordination::Stat), CoordinationError> {
+        let r = self.inner.create(path, data, mode).await;
+        if r.is_err() && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.tree.expire(self.holder);
+        }
+        r
+    }
+    async fn get_data(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Vec<u8>, ha_coordination::Stat), CoordinationError> {
+        self.inner.get_data(path, watch).await
+    }
+    async fn exists(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<Option<ha_coordination::Stat>, CoordinationError> {
+        self.inner.exists(path, watch).await
+    }
+    async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: i32,
+    ) -> Result<ha_coordination::Stat, CoordinationError> {
+        self.inner.set_data(path, data, version).await
+    }
+    async fn delete(&self, path: &str, version: i32) -> Result<(), CoordinationError> {
+        self.inner.delete(path, version).await
+    }
+    async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError> {
+        self.inner.children(path, watch).await
+    }
+    async fn multi(
+        &self,
+        ops: Vec<Op>,
+    ) -> Result<Vec<ha_coordination::OpResult>, CoordinationError> {
+        self.inner.multi(ops).await
+    }
+}
+
+/// Found by the real-process fault test under load: a restarted broker's create met its
+/// previous process's registration, whose session expired before the owner was read; the
+/// read's NoNode ended the broker. As Kafka's `CheckedEphemeral`, the create is tried again.
+#[tokio::test]
+async fn kip_380_registration_that_vanishes_between_create_and_owner_read_is_created_again(
+) -> Result<(), KafkaZkError> {
+    let tree = MemoryTree::new();
+    let old = client(&tree);
+    old.create_persistent_paths().await?;
+    let reg = BrokerRegistration::plaintext("h1", 9092, None, 0);
+    let old_epoch = old.register_broker(1, &reg).await?;
+    let restarted = KafkaZkClient::new(Arc::new(HolderExpiresAfterCreate {
+        inner: tree.connect(),
+        tree: tree.clone(),
+        holder: old.coordination().session_id(),
+        fired: std::sync::atomic::AtomicBool::new(false),
+    }));
+    let epoch = restarted.register_broker(1, &reg).await?;
+    assert!(
+        epoch > old_epoch,
+        "registered anew after the holder expired"
+    );
+    let (_, read_epoch) = restarted.broker(1).await?.expect("registered");
+    assert_eq!(read_epoch, epoch);
+    Ok(())
+}

@@ -29,19 +29,55 @@ pub enum ApiKey {
     UpdateMetadata = 6,
     /// ControlledShutdown (7), broker to controller.
     ControlledShutdown = 7,
+    /// OffsetCommit (8).
+    OffsetCommit = 8,
+    /// OffsetFetch (9).
+    OffsetFetch = 9,
     /// FindCoordinator (10).
     FindCoordinator = 10,
+    /// JoinGroup (11), to the group coordinator.
+    JoinGroup = 11,
+    /// Heartbeat (12), to the group coordinator.
+    Heartbeat = 12,
+    /// LeaveGroup (13), to the group coordinator.
+    LeaveGroup = 13,
+    /// SyncGroup (14), to the group coordinator.
+    SyncGroup = 14,
+    /// DescribeGroups (15).
+    DescribeGroups = 15,
+    /// ListGroups (16).
+    ListGroups = 16,
     /// ApiVersions (18).
     ApiVersions = 18,
+    /// CreateTopics (19).
+    CreateTopics = 19,
+    /// DeleteTopics (20).
+    DeleteTopics = 20,
+    /// DeleteRecords (21).
+    DeleteRecords = 21,
     /// InitProducerId (22).
     InitProducerId = 22,
     /// OffsetForLeaderEpoch (23).
     OffsetForLeaderEpoch = 23,
+    /// DescribeCluster (60).
+    DescribeCluster = 60,
+    /// ListPartitionReassignments (46).
+    ListPartitionReassignments = 46,
+    /// AlterPartitionReassignments (45).
+    AlterPartitionReassignments = 45,
+    /// IncrementalAlterConfigs (44).
+    IncrementalAlterConfigs = 44,
+    /// ElectLeaders (43).
+    ElectLeaders = 43,
+    /// CreatePartitions (37).
+    CreatePartitions = 37,
+    /// DescribeConfigs (32).
+    DescribeConfigs = 32,
 }
 
 impl ApiKey {
     /// Every API key this crate implements, in numeric order.
-    pub const ALL: [ApiKey; 12] = [
+    pub const ALL: [ApiKey; 30] = [
         ApiKey::Produce,
         ApiKey::Fetch,
         ApiKey::ListOffsets,
@@ -50,10 +86,28 @@ impl ApiKey {
         ApiKey::StopReplica,
         ApiKey::UpdateMetadata,
         ApiKey::ControlledShutdown,
+        ApiKey::OffsetCommit,
+        ApiKey::OffsetFetch,
         ApiKey::FindCoordinator,
+        ApiKey::JoinGroup,
+        ApiKey::Heartbeat,
+        ApiKey::LeaveGroup,
+        ApiKey::SyncGroup,
+        ApiKey::DescribeGroups,
+        ApiKey::ListGroups,
         ApiKey::ApiVersions,
+        ApiKey::CreateTopics,
+        ApiKey::DeleteTopics,
+        ApiKey::DeleteRecords,
         ApiKey::InitProducerId,
         ApiKey::OffsetForLeaderEpoch,
+        ApiKey::DescribeConfigs,
+        ApiKey::CreatePartitions,
+        ApiKey::ElectLeaders,
+        ApiKey::IncrementalAlterConfigs,
+        ApiKey::AlterPartitionReassignments,
+        ApiKey::ListPartitionReassignments,
+        ApiKey::DescribeCluster,
     ];
 
     /// The numeric key.
@@ -79,6 +133,24 @@ impl ApiKey {
             ApiKey::ApiVersions => r::<ApiVersionsRequest>(),
             ApiKey::InitProducerId => r::<InitProducerIdRequest>(),
             ApiKey::OffsetForLeaderEpoch => r::<OffsetForLeaderEpochRequest>(),
+            ApiKey::OffsetCommit => r::<OffsetCommitRequest>(),
+            ApiKey::OffsetFetch => r::<OffsetFetchRequest>(),
+            ApiKey::JoinGroup => r::<JoinGroupRequest>(),
+            ApiKey::Heartbeat => r::<HeartbeatRequest>(),
+            ApiKey::LeaveGroup => r::<LeaveGroupRequest>(),
+            ApiKey::SyncGroup => r::<SyncGroupRequest>(),
+            ApiKey::DescribeGroups => r::<DescribeGroupsRequest>(),
+            ApiKey::ListGroups => r::<ListGroupsRequest>(),
+            ApiKey::CreateTopics => r::<CreateTopicsRequest>(),
+            ApiKey::DeleteTopics => r::<DeleteTopicsRequest>(),
+            ApiKey::DeleteRecords => r::<DeleteRecordsRequest>(),
+            ApiKey::DescribeConfigs => r::<DescribeConfigsRequest>(),
+            ApiKey::CreatePartitions => r::<CreatePartitionsRequest>(),
+            ApiKey::ElectLeaders => r::<ElectLeadersRequest>(),
+            ApiKey::IncrementalAlterConfigs => r::<IncrementalAlterConfigsRequest>(),
+            ApiKey::AlterPartitionReassignments => r::<AlterPartitionReassignmentsRequest>(),
+            ApiKey::ListPartitionReassignments => r::<ListPartitionReassignmentsRequest>(),
+            ApiKey::DescribeCluster => r::<DescribeClusterRequest>(),
         }
     }
 
@@ -106,6 +178,24 @@ impl ApiKey {
             ApiKey::ApiVersions => f::<ApiVersionsRequest>(),
             ApiKey::InitProducerId => f::<InitProducerIdRequest>(),
             ApiKey::OffsetForLeaderEpoch => f::<OffsetForLeaderEpochRequest>(),
+            ApiKey::OffsetCommit => f::<OffsetCommitRequest>(),
+            ApiKey::OffsetFetch => f::<OffsetFetchRequest>(),
+            ApiKey::JoinGroup => f::<JoinGroupRequest>(),
+            ApiKey::Heartbeat => f::<HeartbeatRequest>(),
+            ApiKey::LeaveGroup => f::<LeaveGroupRequest>(),
+            ApiKey::SyncGroup => f::<SyncGroupRequest>(),
+            ApiKey::DescribeGroups => f::<DescribeGroupsRequest>(),
+            ApiKey::ListGroups => f::<ListGroupsRequest>(),
+            ApiKey::CreateTopics => f::<CreateTopicsRequest>(),
+            ApiKey::DeleteTopics => f::<DeleteTopicsRequest>(),
+            ApiKey::DeleteRecords => f::<DeleteRecordsRequest>(),
+            ApiKey::DescribeConfigs => f::<DescribeConfigsRequest>(),
+            ApiKey::CreatePartitions => f::<CreatePartitionsRequest>(),
+            ApiKey::ElectLeaders => f::<ElectLeadersRequest>(),
+            ApiKey::IncrementalAlterConfigs => f::<IncrementalAlterConfigsRequest>(),
+            ApiKey::AlterPartitionReassignments => f::<AlterPartitionReassignmentsRequest>(),
+            ApiKey::ListPartitionReassignments => f::<ListPartitionReassignmentsRequest>(),
+            ApiKey::DescribeCluster => f::<DescribeClusterRequest>(),
         }
     }
 

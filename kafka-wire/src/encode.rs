@@ -256,3 +256,47 @@ pub trait Message: Encode + Decode + Default {
         version >= Self::FLEXIBLE_MIN
     }
 }
+
+/// A versioned data record that is not a request or response (`"type": "data"` specs), such as
+/// the keys and values the group coordinator writes to `__consumer_offsets`.
+///
+/// Such records are stored as a big-endian `int16` schema version followed by the body at that
+/// version (Kafka's `GroupMetadataManager` framing); [`DataRecord::to_versioned_bytes`] and
+/// [`DataRecord::from_versioned_bytes`] read and write that form.
+pub trait DataRecord: Encode + Decode + Default {
+    /// Lowest valid version.
+    const MIN_VERSION: i16;
+    /// Highest valid version.
+    const MAX_VERSION: i16;
+    /// First flexible version (compact encodings and tagged fields), or `i16::MAX` when none.
+    const FLEXIBLE_MIN: i16;
+
+    /// The record as `int16 version` + body at `version`.
+    fn to_versioned_bytes(&self, version: i16) -> Result<Bytes, EncodeError> {
+        let len = self.encoded_len(version)?;
+        let mut out = BytesMut::with_capacity(len + 2);
+        out.extend_from_slice(&version.to_be_bytes());
+        self.encode(&mut out, version)?;
+        Ok(out.freeze())
+    }
+
+    /// Reads `int16 version` + body; returns the version read and the record. Bytes left over
+    /// after the body are an error (a record is exactly one value).
+    fn from_versioned_bytes(mut bytes: Bytes) -> Result<(i16, Self), DecodeError> {
+        if bytes.remaining() < 2 {
+            return Err(DecodeError::Truncated {
+                needed: 2,
+                remaining: bytes.remaining(),
+            });
+        }
+        let version = bytes.get_i16();
+        let value = Self::decode(&mut bytes, version)?;
+        if bytes.has_remaining() {
+            return Err(DecodeError::InvalidValue {
+                what: "data record",
+                reason: "bytes left after the record's body",
+            });
+        }
+        Ok((version, value))
+    }
+}

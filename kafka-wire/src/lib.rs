@@ -66,7 +66,7 @@ pub mod types;
 pub mod varint;
 
 pub use api::ApiKey;
-pub use encode::{ChunkedWriter, Decode, Encode, LenCounter, Message, WireWrite};
+pub use encode::{ChunkedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{RequestBody, ResponseBody};

@@ -87,6 +87,42 @@ conformance! {
     init_producer_id_response_matches_kafka_protocol: InitProducerIdResponse <=> InitProducerIdResponse;
     find_coordinator_request_matches_kafka_protocol: FindCoordinatorRequest <=> FindCoordinatorRequest;
     find_coordinator_response_matches_kafka_protocol: FindCoordinatorResponse <=> FindCoordinatorResponse;
+    offset_commit_request_matches_kafka_protocol: OffsetCommitRequest <=> OffsetCommitRequest;
+    offset_commit_response_matches_kafka_protocol: OffsetCommitResponse <=> OffsetCommitResponse;
+    offset_fetch_request_matches_kafka_protocol: OffsetFetchRequest <=> OffsetFetchRequest;
+    offset_fetch_response_matches_kafka_protocol: OffsetFetchResponse <=> OffsetFetchResponse;
+    join_group_request_matches_kafka_protocol: JoinGroupRequest <=> JoinGroupRequest;
+    join_group_response_matches_kafka_protocol: JoinGroupResponse <=> JoinGroupResponse;
+    heartbeat_request_matches_kafka_protocol: HeartbeatRequest <=> HeartbeatRequest;
+    heartbeat_response_matches_kafka_protocol: HeartbeatResponse <=> HeartbeatResponse;
+    leave_group_request_matches_kafka_protocol: LeaveGroupRequest <=> LeaveGroupRequest;
+    leave_group_response_matches_kafka_protocol: LeaveGroupResponse <=> LeaveGroupResponse;
+    sync_group_request_matches_kafka_protocol: SyncGroupRequest <=> SyncGroupRequest;
+    sync_group_response_matches_kafka_protocol: SyncGroupResponse <=> SyncGroupResponse;
+    describe_groups_request_matches_kafka_protocol: DescribeGroupsRequest <=> DescribeGroupsRequest;
+    describe_groups_response_matches_kafka_protocol: DescribeGroupsResponse <=> DescribeGroupsResponse;
+    list_groups_request_matches_kafka_protocol: ListGroupsRequest <=> ListGroupsRequest;
+    list_groups_response_matches_kafka_protocol: ListGroupsResponse <=> ListGroupsResponse;
+    create_topics_request_matches_kafka_protocol: CreateTopicsRequest <=> CreateTopicsRequest;
+    create_topics_response_matches_kafka_protocol: CreateTopicsResponse <=> CreateTopicsResponse;
+    delete_topics_request_matches_kafka_protocol: DeleteTopicsRequest <=> DeleteTopicsRequest;
+    delete_topics_response_matches_kafka_protocol: DeleteTopicsResponse <=> DeleteTopicsResponse;
+    delete_records_request_matches_kafka_protocol: DeleteRecordsRequest <=> DeleteRecordsRequest;
+    delete_records_response_matches_kafka_protocol: DeleteRecordsResponse <=> DeleteRecordsResponse;
+    describe_configs_request_matches_kafka_protocol: DescribeConfigsRequest <=> DescribeConfigsRequest;
+    describe_configs_response_matches_kafka_protocol: DescribeConfigsResponse <=> DescribeConfigsResponse;
+    create_partitions_request_matches_kafka_protocol: CreatePartitionsRequest <=> CreatePartitionsRequest;
+    create_partitions_response_matches_kafka_protocol: CreatePartitionsResponse <=> CreatePartitionsResponse;
+    elect_leaders_request_matches_kafka_protocol: ElectLeadersRequest <=> ElectLeadersRequest;
+    elect_leaders_response_matches_kafka_protocol: ElectLeadersResponse <=> ElectLeadersResponse;
+    incremental_alter_configs_request_matches_kafka_protocol: IncrementalAlterConfigsRequest <=> IncrementalAlterConfigsRequest;
+    incremental_alter_configs_response_matches_kafka_protocol: IncrementalAlterConfigsResponse <=> IncrementalAlterConfigsResponse;
+    alter_partition_reassignments_request_matches_kafka_protocol: AlterPartitionReassignmentsRequest <=> AlterPartitionReassignmentsRequest;
+    alter_partition_reassignments_response_matches_kafka_protocol: AlterPartitionReassignmentsResponse <=> AlterPartitionReassignmentsResponse;
+    list_partition_reassignments_request_matches_kafka_protocol: ListPartitionReassignmentsRequest <=> ListPartitionReassignmentsRequest;
+    list_partition_reassignments_response_matches_kafka_protocol: ListPartitionReassignmentsResponse <=> ListPartitionReassignmentsResponse;
+    describe_cluster_request_matches_kafka_protocol: DescribeClusterRequest <=> DescribeClusterRequest;
+    describe_cluster_response_matches_kafka_protocol: DescribeClusterResponse <=> DescribeClusterResponse;
 }
 
 /// The two header types as well, at every header version.

@@ -371,6 +371,42 @@ value_conformance! {
     init_producer_id_response_values_match_kafka_protocol: init_producer_id_response::InitProducerIdResponse;
     find_coordinator_request_values_match_kafka_protocol: find_coordinator_request::FindCoordinatorRequest;
     find_coordinator_response_values_match_kafka_protocol: find_coordinator_response::FindCoordinatorResponse;
+    offset_commit_request_values_match_kafka_protocol: offset_commit_request::OffsetCommitRequest;
+    offset_commit_response_values_match_kafka_protocol: offset_commit_response::OffsetCommitResponse;
+    offset_fetch_request_values_match_kafka_protocol: offset_fetch_request::OffsetFetchRequest;
+    offset_fetch_response_values_match_kafka_protocol: offset_fetch_response::OffsetFetchResponse;
+    join_group_request_values_match_kafka_protocol: join_group_request::JoinGroupRequest;
+    join_group_response_values_match_kafka_protocol: join_group_response::JoinGroupResponse;
+    heartbeat_request_values_match_kafka_protocol: heartbeat_request::HeartbeatRequest;
+    heartbeat_response_values_match_kafka_protocol: heartbeat_response::HeartbeatResponse;
+    leave_group_request_values_match_kafka_protocol: leave_group_request::LeaveGroupRequest;
+    leave_group_response_values_match_kafka_protocol: leave_group_response::LeaveGroupResponse;
+    sync_group_request_values_match_kafka_protocol: sync_group_request::SyncGroupRequest;
+    sync_group_response_values_match_kafka_protocol: sync_group_response::SyncGroupResponse;
+    describe_groups_request_values_match_kafka_protocol: describe_groups_request::DescribeGroupsRequest;
+    describe_groups_response_values_match_kafka_protocol: describe_groups_response::DescribeGroupsResponse;
+    list_groups_request_values_match_kafka_protocol: list_groups_request::ListGroupsRequest;
+    list_groups_response_values_match_kafka_protocol: list_groups_response::ListGroupsResponse;
+    create_topics_request_values_match_kafka_protocol: create_topics_request::CreateTopicsRequest;
+    create_topics_response_values_match_kafka_protocol: create_topics_response::CreateTopicsResponse;
+    delete_topics_request_values_match_kafka_protocol: delete_topics_request::DeleteTopicsRequest;
+    delete_topics_response_values_match_kafka_protocol: delete_topics_response::DeleteTopicsResponse;
+    delete_records_request_values_match_kafka_protocol: delete_records_request::DeleteRecordsRequest;
+    delete_records_response_values_match_kafka_protocol: delete_records_response::DeleteRecordsResponse;
+    describe_configs_request_values_match_kafka_protocol: describe_configs_request::DescribeConfigsRequest;
+    describe_configs_response_values_match_kafka_protocol: describe_configs_response::DescribeConfigsResponse;
+    create_partitions_request_values_match_kafka_protocol: create_partitions_request::CreatePartitionsRequest;
+    create_partitions_response_values_match_kafka_protocol: create_partitions_response::CreatePartitionsResponse;
+    elect_leaders_request_values_match_kafka_protocol: elect_leaders_request::ElectLeadersRequest;
+    elect_leaders_response_values_match_kafka_protocol: elect_leaders_response::ElectLeadersResponse;
+    incremental_alter_configs_request_values_match_kafka_protocol: incremental_alter_configs_request::IncrementalAlterConfigsRequest;
+    incremental_alter_configs_response_values_match_kafka_protocol: incremental_alter_configs_response::IncrementalAlterConfigsResponse;
+    alter_partition_reassignments_request_values_match_kafka_protocol: alter_partition_reassignments_request::AlterPartitionReassignmentsRequest;
+    alter_partition_reassignments_response_values_match_kafka_protocol: alter_partition_reassignments_response::AlterPartitionReassignmentsResponse;
+    list_partition_reassignments_request_values_match_kafka_protocol: list_partition_reassignments_request::ListPartitionReassignmentsRequest;
+    list_partition_reassignments_response_values_match_kafka_protocol: list_partition_reassignments_response::ListPartitionReassignmentsResponse;
+    describe_cluster_request_values_match_kafka_protocol: describe_cluster_request::DescribeClusterRequest;
+    describe_cluster_response_values_match_kafka_protocol: describe_cluster_response::DescribeClusterResponse;
 }
 
 /// The planted bug (feature `never-in-production`): with the LeaderAndIsr partition decoder

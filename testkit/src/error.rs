@@ -10,6 +10,10 @@ pub enum TestkitError {
     /// ZooKeeper (its jar) or a Java runtime is not installed; `CI` is set, so the test must fail.
     #[error("ZooKeeper is not available ({0}); install Debian's `zookeeper` package (scripts/test.sh does)")]
     ZooKeeperMissing(String),
+    /// A Python interpreter or module a real-client test needs is missing; `CI` is set, so the
+    /// test must fail.
+    #[error("Python client missing ({0}); scripts/test.sh makes a virtual environment with them and sets HA_PYTHON")]
+    PythonMissing(String),
     /// An operating-system call (spawn, file, socket) failed.
     #[error("{context}: {source}")]
     Io {

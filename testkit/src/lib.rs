@@ -44,6 +44,7 @@ pub mod netns;
 mod ports;
 mod process;
 mod proxy;
+mod python;
 
 pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
 pub use error::TestkitError;
@@ -51,6 +52,7 @@ pub use four_letter::{four_letter_word, four_letter_word_at, ServerMode, SrvrSta
 pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
 pub use ports::free_ports;
 pub use proxy::TcpProxy;
+pub use python::{python, python_modules_available, require_python, PYTHON_ENV};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -350,7 +350,9 @@ impl KafkaZkClient {
     /// KIP-380: registers this broker with the ephemeral `/brokers/ids/<id>` and returns its
     /// broker epoch, the znode's czxid. A registration already held by this same session
     /// (a retried create) is returned as is; one held by another session is
-    /// [`KafkaZkError::BrokerIdTaken`].
+    /// [`KafkaZkError::BrokerIdTaken`]. A registration that vanishes between the failed create
+    /// and the read of its owner (the older session expired just then) is created again, as
+    /// Kafka's `CheckedEphemeral` does.
     pub async fn register_broker(
         &self,
         id: i32,
@@ -358,24 +360,33 @@ impl KafkaZkClient {
     ) -> Result<i64, KafkaZkError> {
         let path = paths::broker(id);
         let data = registration.to_json().map_err(data_err(&path))?;
-        match self.coord.create(&path, &data, CreateMode::Ephemeral).await {
-            Ok((_, stat)) if stat.czxid > 0 => {
-                tracing::info!(broker = id, broker_epoch = stat.czxid, "registered broker");
-                Ok(stat.czxid)
-            }
-            Ok(_) => Ok(self.coord.get_data(&path, false).await?.1.czxid),
-            Err(e) if e.is_node_exists() => {
-                let (_, stat) = self.coord.get_data(&path, false).await?;
-                if stat.ephemeral_owner == self.coord.session_id() {
-                    Ok(stat.czxid)
-                } else {
-                    Err(KafkaZkError::BrokerIdTaken {
-                        id,
-                        owner: stat.ephemeral_owner,
-                    })
+        loop {
+            match self.coord.create(&path, &data, CreateMode::Ephemeral).await {
+                Ok((_, stat)) if stat.czxid > 0 => {
+                    tracing::info!(broker = id, broker_epoch = stat.czxid, "registered broker");
+                    return Ok(stat.czxid);
                 }
+                Ok(_) => return Ok(self.coord.get_data(&path, false).await?.1.czxid),
+                Err(e) if e.is_node_exists() => match self.coord.get_data(&path, false).await {
+                    Ok((_, stat)) if stat.ephemeral_owner == self.coord.session_id() => {
+                        return Ok(stat.czxid)
+                    }
+                    Ok((_, stat)) => {
+                        return Err(KafkaZkError::BrokerIdTaken {
+                            id,
+                            owner: stat.ephemeral_owner,
+                        })
+                    }
+                    Err(e) if e.is_no_node() => {
+                        tracing::info!(
+                            broker = id,
+                            "the registration held by another session vanished; creating it again"
+                        );
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => Err(e.into()),
         }
     }
 

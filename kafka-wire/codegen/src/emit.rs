@@ -439,6 +439,12 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     } else {
         spec.flexible.lo
     };
+    // No flexible version at all: a constant, not a comparison clippy calls absurd.
+    let flex_test = if spec.flexible.is_empty() {
+        "false".to_string()
+    } else {
+        format!("version >= {flex_min}")
+    };
     let name = &st.name;
     // struct definition
     doc(out, "", &st.about);
@@ -480,7 +486,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     let _ = writeln!(
         out,
         "impl {name} {{\n    /// The fewest bytes one value takes at `version` (bounds array counts before allocating).\n    \
-         pub fn min_len(version: i16) -> usize {{\n        let flexible = version >= {flex_min};\n        let mut n = 0;"
+         pub fn min_len(version: i16) -> usize {{\n        let flexible = {flex_test};\n        let mut n = 0;"
     );
     for f in st.fields.iter().filter(|f| f.tag.is_none()) {
         let m = min_elem(&match &f.ty {
@@ -526,7 +532,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         "impl {name} {{\n    /// Reads a value into `this`, which holds the defaults (in place: no move of the value).\n    \
          #[doc(hidden)]\n    pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {{"
     );
-    let _ = writeln!(out, "        let flexible = version >= {flex_min};");
+    let _ = writeln!(out, "        let flexible = {flex_test};");
     let non_tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_none()).collect();
     let runs = fixed_runs(&non_tagged, valid);
     for (i, f) in non_tagged.iter().enumerate() {
@@ -605,7 +611,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
         "impl Encode for {name} {{\n    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
     );
     out.push_str(&api_key_check("EncodeError"));
-    let _ = writeln!(out, "        let flexible = version >= {flex_min};");
+    let _ = writeln!(out, "        let flexible = {flex_test};");
     for f in &non_tagged {
         let fname = snake(&f.name);
         let val = format!("self.{fname}");
@@ -723,7 +729,14 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     }
     out.push_str("        Ok(())\n    }\n}\n\n");
 
-    if top {
+    if top && spec.is_data {
+        let _ = writeln!(
+            out,
+            "impl DataRecord for {name} {{\n    const MIN_VERSION: i16 = {};\n    const MAX_VERSION: i16 = {};\n    const FLEXIBLE_MIN: i16 = {flex_min};\n}}\n",
+            valid.lo,
+            valid.hi
+        );
+    } else if top {
         let _ = writeln!(
             out,
             "impl Message for {name} {{\n    const API_KEY: ApiKey = ApiKey::{};\n    const MIN_VERSION: i16 = {};\n    const MAX_VERSION: i16 = {};\n    const FLEXIBLE_MIN: i16 = {flex_min};\n}}\n",
@@ -738,8 +751,10 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
 
 /// The Rust source of one message module.
 pub fn message_file(spec: &Spec) -> Result<String, String> {
-    let Some(api_key) = spec.api_key else {
-        return Err(format!("{} has no apiKey", spec.name));
+    let api_key = match spec.api_key {
+        Some(k) => Some(k),
+        None if spec.is_data => None,
+        None => return Err(format!("{} has no apiKey", spec.name)),
     };
     for st in &spec.structs {
         for f in &st.fields {
@@ -753,12 +768,22 @@ pub fn message_file(spec: &Spec) -> Result<String, String> {
     let mut out = String::new();
     out.push_str(crate::HEADER);
     let flex = range_text(&spec.flexible);
+    let what = match api_key {
+        Some(k) => format!("api key {k}"),
+        None => "a versioned data record".to_string(),
+    };
+    // With no flexible version a record of one version never reads `version`.
+    let extra_allow = if spec.flexible.is_empty() {
+        ", unused_variables"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "\n//! `{}` (api key {api_key}): versions {}, flexible versions {flex}.\n\n\
-         #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports)]\n\n\
+        "\n//! `{}` ({what}): versions {}, flexible versions {flex}.\n\n\
+         #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports{extra_allow})]\n\n\
          use bytes::{{Buf, Bytes}};\nuse bytestring::ByteString;\n\n\
-         use crate::api::ApiKey;\nuse crate::encode::{{Decode, Encode, LenCounter, Message, WireWrite}};\n\
+         use crate::api::ApiKey;\nuse crate::encode::{{DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
          use crate::primitives::*;\nuse crate::varint::get_unsigned_varint;\nuse crate::{{DecodeError, EncodeError}};\n",
         spec.name,
         range_text(&spec.valid)

@@ -1,20 +1,28 @@
-//! `cargo run -p kafka-wire-codegen -- <specs dir> [output dir]`: writes the message modules of
-//! `kafka-wire` (by default into `kafka-wire/src/messages/`), and the type mapping of the value
-//! conformance test into `kafka-wire/tests/value_conformance/generated.rs`.
+//! `cargo run -p kafka-wire-codegen -- <specs dir>... [--out <output dir>]`: writes the message
+//! modules of `kafka-wire` generated from every spec of the given folders (by default into
+//! `kafka-wire/src/messages/`), and the type mapping of the value conformance test into
+//! `kafka-wire/tests/value_conformance/generated.rs`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    let mut specs = Vec::new();
+    let mut out = None;
     let mut args = std::env::args_os().skip(1);
-    let Some(specs) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: kafka-wire-codegen <specs dir> [output dir]");
+    while let Some(a) = args.next() {
+        if a == "--out" {
+            out = args.next().map(PathBuf::from);
+        } else {
+            specs.push(PathBuf::from(a));
+        }
+    }
+    if specs.is_empty() {
+        eprintln!("usage: kafka-wire-codegen <specs dir>... [--out <output dir>]");
         return ExitCode::from(2);
-    };
-    let out = args
-        .next()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../src/messages"));
+    }
+    let out =
+        out.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../src/messages"));
     let files = match kafka_wire_codegen::generate(&specs) {
         Ok(f) => f,
         Err(e) => {

@@ -158,6 +158,9 @@ pub struct Spec {
     pub api_key: Option<i16>,
     /// Request (true) or response.
     pub is_request: bool,
+    /// A versioned data record (`"type": "data"`, e.g. the records of `__consumer_offsets`)
+    /// rather than a request or response.
+    pub is_data: bool,
     /// Valid versions.
     pub valid: Range,
     /// Flexible versions.
@@ -195,7 +198,14 @@ fn parse_fields(
             None => None,
         };
         let ignorable = f.get("ignorable").and_then(Value::as_bool).unwrap_or(false);
-        let default = s(f, "default").map(str::to_string);
+        // Most specs write defaults as strings ("-1"); some (the `__consumer_offsets` records)
+        // as JSON numbers or booleans.
+        let default = match f.get("default") {
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        };
         let about = s(f, "about").unwrap_or("").to_string();
         let struct_name = match &ty {
             Ty::Struct(n) => Some(n.clone()),
@@ -238,9 +248,10 @@ fn parse_fields(
 pub fn parse_spec(v: &Value) -> Result<Spec, String> {
     let name = s(v, "name").ok_or("no name")?.to_string();
     let kind = s(v, "type").ok_or("no type")?;
-    let is_request = match kind {
-        "request" => true,
-        "response" => false,
+    let (is_request, is_data) = match kind {
+        "request" => (true, false),
+        "response" => (false, false),
+        "data" => (false, true),
         other => return Err(format!("unsupported message type {other}")),
     };
     let api_key = v
@@ -291,6 +302,7 @@ pub fn parse_spec(v: &Value) -> Result<Spec, String> {
         name,
         api_key,
         is_request,
+        is_data,
         valid,
         flexible,
         structs: all,

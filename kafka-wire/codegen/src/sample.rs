@@ -46,11 +46,16 @@ pub(crate) fn emit_sample(out: &mut String, spec: &Spec, st: &Struct) {
     } else {
         spec.flexible.lo
     };
+    let flex_test = if spec.flexible.is_empty() {
+        "false".to_string()
+    } else {
+        format!("version >= {flex_min}")
+    };
     let _ = writeln!(
         out,
         "#[cfg(feature = \"sample\")]\nimpl {} {{\n    /// A pseudo-random value holding only fields that exist at `version`.\n    \
          pub fn sample(g: &mut crate::sample::Gen, version: i16) -> Self {{\n        \
-         let flexible = version >= {flex_min};\n        let mut this = Self::default();",
+         let flexible = {flex_test};\n        let mut this = Self::default();",
         st.name
     );
     for f in &st.fields {

@@ -1,22 +1,37 @@
 //! The committed message code is exactly what the generator makes from a copy of Apache Kafka's
-//! message specs: the directory named by `KAFKA_MESSAGE_SPECS`, else a fixed path beside the
+//! message specs: the directories named by `KAFKA_MESSAGE_SPECS`, else a fixed path beside the
 //! repository (see `codegen/README.md`).
 
 use std::path::PathBuf;
 
-fn specs_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("KAFKA_MESSAGE_SPECS") {
-        Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kafka-message-specs")
+/// The folders of specs: `KAFKA_MESSAGE_SPECS` as a path list (`:`-separated), else the
+/// fixed copy beside the repository with its `more-apis/` and `group-coordinator/` folders.
+fn specs_dirs() -> Option<Vec<PathBuf>> {
+    match std::env::var_os("KAFKA_MESSAGE_SPECS") {
+        Some(list) => {
+            let dirs: Vec<PathBuf> = std::env::split_paths(&list).collect();
+            (!dirs.is_empty() && dirs.iter().all(|d| d.is_dir())).then_some(dirs)
         }
-    };
-    dir.is_dir().then_some(dir)
+        None => {
+            let base = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/kafka-message-specs");
+            if !base.is_dir() {
+                return None;
+            }
+            let mut dirs = vec![base.clone()];
+            for sub in ["more-apis", "group-coordinator"] {
+                if base.join(sub).is_dir() {
+                    dirs.push(base.join(sub));
+                }
+            }
+            Some(dirs)
+        }
+    }
 }
 
 #[test]
 fn generated_code_is_fresh() {
-    let Some(specs) = specs_dir() else {
+    let Some(specs) = specs_dirs() else {
         assert!(
             std::env::var_os("CI").is_none(),
             "no copy of Apache Kafka's message specs found: set KAFKA_MESSAGE_SPECS to a directory holding them (see kafka-wire/codegen/README.md)"
