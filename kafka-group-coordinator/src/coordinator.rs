@@ -75,6 +75,17 @@ pub enum Input {
         /// The records, in log order.
         records: Vec<LogRecord>,
     },
+    /// This broker, which has led the partition without interruption since it loaded it, leads
+    /// it at a newer leader epoch (the controller bumps the epoch when the ISR loses a
+    /// replica): the groups stay as they are and later appends carry the new epoch, as Kafka's
+    /// coordinator keeps a partition it already owns. Ignored unless the partition is loaded
+    /// at an older epoch.
+    Reelected {
+        /// The `__consumer_offsets` partition.
+        partition: i32,
+        /// The new leader epoch.
+        leader_epoch: i32,
+    },
     /// This broker is no longer leader of the partition: its groups are dropped, their waiting
     /// JoinGroup / SyncGroup requests answered `NOT_COORDINATOR`.
     Unload {
@@ -553,6 +564,11 @@ impl GroupCoordinator {
         )
     }
 
+    /// The leader epoch a loaded (or loading) partition is held at.
+    pub fn leader_epoch(&self, partition: i32) -> Option<i32> {
+        self.partitions.get(&partition).map(|s| s.epoch())
+    }
+
     /// The state of a group, if this coordinator holds it.
     pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
         self.groups.get(group_id).map(|g| g.state)
@@ -614,6 +630,10 @@ impl GroupCoordinator {
                 leader_epoch,
                 records,
             } => self.load(partition, leader_epoch, records),
+            Input::Reelected {
+                partition,
+                leader_epoch,
+            } => self.reelected(partition, leader_epoch),
             Input::Unload { partition } => {
                 self.unload_groups(partition);
                 self.partitions.remove(&partition);
@@ -773,6 +793,23 @@ impl GroupCoordinator {
                     }
                 }
             }
+        }
+    }
+
+    fn reelected(&mut self, partition: i32, leader_epoch: i32) {
+        match self.partitions.get(&partition) {
+            Some(PartitionStatus::Loaded { leader_epoch: old }) if *old < leader_epoch => {
+                self.partitions
+                    .insert(partition, PartitionStatus::Loaded { leader_epoch });
+                for g in self
+                    .groups
+                    .values_mut()
+                    .filter(|g| g.partition == partition)
+                {
+                    g.leader_epoch = leader_epoch;
+                }
+            }
+            _ => {}
         }
     }
 

@@ -21,6 +21,8 @@ struct Harness {
     log: BTreeMap<i32, Vec<LogRecord>>,
     /// Appends held back (when `auto_complete` is off).
     held: Vec<(u64, i32, Vec<AppendRecord>)>,
+    /// The leader epoch of every append, in order.
+    append_epochs: Vec<i32>,
     auto_complete: bool,
     responses: BTreeMap<u64, Response>,
 }
@@ -33,6 +35,7 @@ impl Harness {
             next_rid: 1,
             log: BTreeMap::new(),
             held: Vec::new(),
+            append_epochs: Vec::new(),
             auto_complete: true,
             responses: BTreeMap::new(),
         }
@@ -85,8 +88,9 @@ impl Harness {
                     append_id,
                     partition,
                     records,
-                    ..
+                    leader_epoch,
                 } => {
+                    self.append_epochs.push(leader_epoch);
                     if self.auto_complete {
                         let base = self.write(partition, records);
                         self.c.handle(
@@ -1293,4 +1297,35 @@ proptest! {
             prop_assert!(h2.fetch("g", "t", p).1 >= acked[p as usize]);
         }
     }
+}
+
+#[test]
+fn a_new_leader_epoch_of_a_loaded_partition_keeps_its_groups_and_later_appends_carry_it() {
+    let mut h = Harness::loaded();
+    let (ids, gen) = h.stable_group(2);
+    let p = h.partition("g");
+    // A rebalance is under way when the epoch moves on.
+    let rid = h.join(&ids[1], None, &[("range", "changed")]);
+    h.input(Input::Reelected {
+        partition: p,
+        leader_epoch: 5,
+    });
+    assert_eq!(h.c.leader_epoch(p), Some(5));
+    assert!(h.take(rid).is_none(), "the waiting join is kept");
+    assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
+    let rid0 = h.join(&ids[0], None, &[("range", "sub")]);
+    let joined = h.join_response(rid0);
+    assert_eq!(joined.generation_id, gen + 1);
+    h.join_response(rid);
+    // The next append (the leader's assignment) carries epoch 5.
+    let before = h.append_epochs.len();
+    let _ = h.sync(&joined.leader, gen + 1, &[(&ids[1], "x")]);
+    assert_eq!(h.append_epochs.len(), before + 1);
+    assert_eq!(h.append_epochs.last(), Some(&5));
+    // An older epoch (a late message) changes nothing.
+    h.input(Input::Reelected {
+        partition: p,
+        leader_epoch: 3,
+    });
+    assert_eq!(h.c.leader_epoch(p), Some(5));
 }
