@@ -140,6 +140,15 @@ async fn group_offsets_and_generation_survive_a_coordinator_failover() {
                 .expect("node starts"),
         );
     }
+    kafka_controller::admin::create_topic(
+        &tree.connect(),
+        "orders",
+        1,
+        2,
+        kafka_controller::assignment::AssignmentStart::fixed(0),
+    )
+    .await
+    .expect("topic created");
     let (coordinator, addr) = find_coordinator(&nodes[0], None).await;
     let mut conn = KafkaConnection::connect(addr, "consumer-1")
         .await
@@ -186,26 +195,55 @@ async fn group_offsets_and_generation_survive_a_coordinator_failover() {
     assert_eq!(s.error_code, 0);
     assert_eq!(&s.assignment[..], b"orders-0");
 
+    // A commit names a partition that exists and one that does not (Kafka answers
+    // UNKNOWN_TOPIC_OR_PARTITION for it); the topic's metadata may still be on its way.
     let commit = RequestBody::OffsetCommit(OffsetCommitRequest {
         group_id: GROUP.into(),
         generation_id_or_member_epoch: 1,
         member_id: member_id.as_str().into(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: "orders".into(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: 1234,
-                committed_metadata: Some("".into()),
+        topics: vec![
+            OffsetCommitRequestTopic {
+                name: "orders".into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1234,
+                    committed_metadata: Some("".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        }],
+            },
+            OffsetCommitRequestTopic {
+                name: "no-such-topic".into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     });
-    let ResponseBody::OffsetCommit(c) = send(&mut conn, 7, commit).await else {
-        panic!("not an OffsetCommit response");
-    };
-    assert_eq!(c.topics[0].partitions[0].error_code, 0);
+    let started = Instant::now();
+    loop {
+        let ResponseBody::OffsetCommit(c) = send(&mut conn, 7, commit.clone()).await else {
+            panic!("not an OffsetCommit response");
+        };
+        assert_eq!(
+            c.topics[1].partitions[0].error_code,
+            ErrorCode::UnknownTopicOrPartition.code()
+        );
+        let code = c.topics[0].partitions[0].error_code;
+        if code == 0 {
+            break;
+        }
+        assert_eq!(code, ErrorCode::UnknownTopicOrPartition.code());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "orders never known"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(fetched_offset(&mut conn).await, 1234);
 
     // The coordinator's broker goes away (a clean shutdown: the controller moves its

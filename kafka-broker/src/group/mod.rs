@@ -383,7 +383,15 @@ where
                 self.find_coordinator(version, &r).await,
             )),
             body if wire::is_group_request(&body) => {
-                wire::handle(&self.service, ctx, header, body).await
+                let driver = self.apis.driver();
+                let known = |topic: &str, partition: i32| {
+                    driver.with_manager(|m, _| {
+                        m.metadata()
+                            .partition(&TopicPartition::new(topic.to_owned(), partition))
+                            .is_some()
+                    })
+                };
+                wire::handle(&self.service, ctx, header, body, known).await
             }
             body => self.inner.handle(ctx, header, body).await,
         }

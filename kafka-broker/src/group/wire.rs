@@ -50,12 +50,15 @@ fn s(b: &impl std::ops::Deref<Target = str>) -> String {
 }
 
 /// Answers a group request through `service`; `None` if the service stopped or `body` is
-/// not a group request.
+/// not a group request. `known(topic, partition)` tells whether a partition exists: an
+/// OffsetCommit for one that does not gets UNKNOWN_TOPIC_OR_PARTITION, as in Kafka's
+/// `KafkaApis.handleOffsetCommitRequest`.
 pub async fn handle(
     service: &GroupService,
     ctx: &RequestContext,
     header: &RequestHeader,
     body: RequestBody,
+    known: impl Fn(&str, i32) -> bool,
 ) -> Option<ResponseBody> {
     let version = header.request_api_version;
     let client_id = header.client_id.as_deref().unwrap_or("").to_owned();
@@ -99,13 +102,17 @@ pub async fn handle(
             }
         }
         RequestBody::OffsetCommit(r) => {
-            match service
-                .request(gc::Request::OffsetCommit(commit_request(version, &r)))
-                .await?
-            {
-                gc::Response::OffsetCommit(c) => ResponseBody::OffsetCommit(commit_response(c)),
-                _ => return None,
-            }
+            let request = commit_request(version, &r);
+            let (request, unknown) = split_unknown(request, &known);
+            let answered = if request.topics.is_empty() {
+                gc::OffsetCommitResponse::default()
+            } else {
+                match service.request(gc::Request::OffsetCommit(request)).await? {
+                    gc::Response::OffsetCommit(c) => c,
+                    _ => return None,
+                }
+            };
+            ResponseBody::OffsetCommit(commit_response(merge_unknown(&r, answered, &unknown)))
         }
         RequestBody::OffsetFetch(r) => {
             let mut answers = Vec::new();
@@ -340,6 +347,66 @@ pub fn commit_request(version: i16, r: &OffsetCommitRequest) -> gc::OffsetCommit
                         committed_offset: p.committed_offset,
                         committed_leader_epoch: p.committed_leader_epoch,
                         committed_metadata: p.committed_metadata.as_ref().map(s),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The commit without the partitions `known` does not know, and those partitions.
+fn split_unknown(
+    mut request: gc::OffsetCommitRequest,
+    known: &impl Fn(&str, i32) -> bool,
+) -> (gc::OffsetCommitRequest, Vec<(String, i32)>) {
+    let mut unknown = Vec::new();
+    for t in &mut request.topics {
+        t.partitions.retain(|p| {
+            let ok = known(&t.name, p.partition_index);
+            if !ok {
+                unknown.push((t.name.clone(), p.partition_index));
+            }
+            ok
+        });
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
+    (request, unknown)
+}
+
+/// Every partition of `original`, in its order: UNKNOWN_TOPIC_OR_PARTITION for the unknown
+/// ones, the coordinator's answer for the others.
+fn merge_unknown(
+    original: &OffsetCommitRequest,
+    answered: gc::OffsetCommitResponse,
+    unknown: &[(String, i32)],
+) -> gc::OffsetCommitResponse {
+    if unknown.is_empty() {
+        return answered;
+    }
+    let error_of = |topic: &str, partition: i32| {
+        if unknown.iter().any(|(t, p)| t == topic && *p == partition) {
+            return ErrorCode::UnknownTopicOrPartition;
+        }
+        answered
+            .topics
+            .iter()
+            .filter(|t| t.name == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .map_or(ErrorCode::UnknownServerError, |p| p.error)
+    };
+    gc::OffsetCommitResponse {
+        topics: original
+            .topics
+            .iter()
+            .map(|t| gc::OffsetCommitTopicResult {
+                name: s(&t.name),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| gc::OffsetCommitPartitionResult {
+                        partition_index: p.partition_index,
+                        error: error_of(&t.name, p.partition_index),
                     })
                     .collect(),
             })
