@@ -12,6 +12,9 @@
 //! - [`notification`]: the election message and its wire codec (the 28-byte, 40-byte and
 //!   version-2 layouts).
 //! - [`election`]: [`FastLeaderElection`], the state machine.
+//! - [`packet`]: the quorum port's `QuorumPacket` and its codec, spoken by [`discovery`] and
+//!   [`broadcast`] (discovery drives broadcast; broadcast imports only the packets).
+//! - [`discovery`]: the leader and learner state machines that fix a new epoch (Z1, Z5).
 //! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync) and atomic broadcast, sans-IO.
 //! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
 //!   implementations (CRC per record, torn-tail recovery, atomic snapshots).
@@ -191,6 +194,7 @@ pub mod broadcast;
 pub mod discovery;
 pub mod election;
 pub mod notification;
+pub mod packet;
 #[cfg(feature = "tokio")]
 pub mod peer;
 pub mod quorum;
