@@ -195,7 +195,6 @@ pub mod discovery;
 pub mod election;
 pub mod notification;
 pub mod packet;
-#[cfg(feature = "tokio")]
 pub mod peer;
 pub mod quorum;
 pub mod state_machine;

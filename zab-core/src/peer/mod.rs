@@ -1,4 +1,14 @@
-//! `QuorumPeer`: the tokio driver that runs a server through LOOKING → election →
+//! A whole server: [`PeerCore`], the sans-IO state machine of one ZooKeeper server
+//! (election, discovery, synchronisation, broadcast, the leader's and the learner's roles,
+//! session liveness), and `QuorumPeer`, the tokio driver that runs it over a transport with a
+//! durable store, a transaction log and timers.
+//!
+//! [`PeerCore`] takes [`PeerInput`]s (messages, connection changes, the embedder's writes,
+//! barriers and session touches, durability reports, time) and returns [`PeerAction`]s, to be
+//! carried out in order under the contract documented on [`PeerAction`] (what must be durable
+//! before what may be sent). The crate's lib docs drive three of them by hand.
+//!
+//! `QuorumPeer` (feature `tokio`) runs a server through LOOKING → election →
 //! LEADING / FOLLOWING / OBSERVING (Z3, Z7, Z8), with discovery fixing each new epoch with
 //! a quorum (Z1, Z5) and heartbeats that send a server back to LOOKING (Z6). Embedders follow
 //! its [`PeerStatus`] on a `tokio::sync::watch` channel.
@@ -52,10 +62,20 @@
 //! The status is a `watch` channel: it holds the latest value, so a very short LOOKING phase
 //! (a re-election decided at once) may not be observed by a slow reader.
 
+mod action;
+mod config;
+mod core;
+#[cfg(feature = "tokio")]
 mod driver;
+#[cfg(feature = "tokio")]
 mod replication;
 pub mod sessions;
 
-pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer, SyncError};
+pub use self::action::{PeerAction, PeerInput, SyncId};
+pub use self::config::{PeerConfig, PeerStatus};
+pub use self::core::PeerCore;
+#[cfg(feature = "tokio")]
+pub use driver::{PeerError, PeerHandle, QuorumPeer, SyncError};
+#[cfg(feature = "tokio")]
 pub use replication::ReplicationError;
 pub use sessions::{SessionId, SessionTracker};
