@@ -370,6 +370,8 @@ pub mod notification;
 pub mod packet;
 pub mod peer;
 pub mod quorum;
+#[cfg(feature = "testing")]
+pub mod simulation;
 pub mod state_machine;
 pub mod store;
 #[cfg(feature = "tokio")]

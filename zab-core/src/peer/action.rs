@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::config::PeerStatus;
 use super::sessions::SessionId;
+use crate::election::Decision;
 use crate::notification::Notification;
 use crate::packet::QuorumPacket;
 use crate::txnlog::{Snapshot, Txn};
@@ -156,6 +157,9 @@ pub enum PeerAction {
     /// Read the history for [`PeerInput::History`] and give it to the core before any other
     /// input: this server is about to lead.
     LoadHistory,
+    /// The election decided (a report: nothing to carry out). A [`Status`](Self::Status) with
+    /// the new role follows.
+    Decided(Decision),
     /// The server's status changed.
     Status(PeerStatus),
     /// A `sync` barrier completed: every transaction committed before it was asked (and up to

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::broadcast::LearnerOptions;
 use crate::discovery::Timing;
 use crate::election::ElectionConfig;
 use crate::quorum::QuorumVerifier;
@@ -28,6 +29,9 @@ pub struct PeerConfig {
     /// connected may otherwise decide on that part's view at once, and make the others wait
     /// out their `finalize_wait`. Zero starts at once, as ZooKeeper does.
     pub connect_grace: Duration,
+    /// The learner's synchronisation and broadcast options. Whether it follows broadcast
+    /// traffic is the core's choice (only with a log); the rest is kept as given.
+    pub learner: LearnerOptions,
 }
 
 impl PeerConfig {
@@ -45,6 +49,7 @@ impl PeerConfig {
             election: ElectionConfig::default(),
             timing: Timing::default(),
             connect_grace: Duration::from_millis(100),
+            learner: LearnerOptions::default(),
         }
     }
 
@@ -59,6 +64,14 @@ impl PeerConfig {
     #[must_use]
     pub fn with_timing(mut self, timing: Timing) -> Self {
         self.timing = timing;
+        self
+    }
+
+    /// This configuration with other learner options (a test uses it to plant a known bug
+    /// through the `never-in-production` setters of [`LearnerOptions`]).
+    #[must_use]
+    pub fn with_learner_options(mut self, options: LearnerOptions) -> Self {
+        self.learner = options;
         self
     }
 

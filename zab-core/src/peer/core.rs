@@ -16,7 +16,7 @@ use super::sessions::{
     decode_touches, encode_touches, SessionId, SessionTracker, MAX_TRACKED_SESSIONS,
     TOUCH_ENTRY_BYTES,
 };
-use crate::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
+use crate::broadcast::{BroadcastAction, LeaderBroadcast};
 use crate::discovery::{DiscoveryAction, LeaderDiscovery, LearnerDiscovery};
 use crate::election::{Action, Decision, FastLeaderElection, VoteData};
 use crate::notification::Notification;
@@ -184,10 +184,19 @@ impl PeerCore {
         &self.fle
     }
 
-    /// The election core, for its test-only rule switches (`never-in-production`).
-    #[cfg(feature = "never-in-production")]
+    /// The election core, mutably: for the test-only rule switches of the
+    /// `never-in-production` feature, set before [`PeerInput::Start`]. Anything else done
+    /// through it bypasses the composition.
     pub fn election_mut(&mut self) -> &mut FastLeaderElection {
         &mut self.fle
+    }
+
+    /// The leader's discovery state machine (its learners, the proposed epoch), while leading.
+    pub fn leader_discovery(&self) -> Option<&LeaderDiscovery> {
+        match &self.role {
+            Role::Leader(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// The leader's broadcast core, while leading an established epoch with a log.
@@ -298,7 +307,7 @@ impl PeerCore {
                 snapshot,
             } => {
                 if matches!(self.role, Role::AwaitingHistory) {
-                    let mut d = self.leader_discovery(now);
+                    let mut d = self.new_leader_discovery(now);
                     d.set_history(base, committed, snapshot);
                     self.lead(now, d);
                 }
@@ -731,7 +740,7 @@ impl PeerCore {
         info!(sid = self.cfg.my_id.0, epoch, state = %self.fle.state(), "epoch established");
     }
 
-    fn leader_discovery(&self, now: Instant) -> LeaderDiscovery {
+    fn new_leader_discovery(&self, now: Instant) -> LeaderDiscovery {
         LeaderDiscovery::new(
             now,
             self.cfg.my_id,
@@ -755,6 +764,9 @@ impl PeerCore {
         let leader = d.vote.leader;
         info!(sid = me.0, leader = leader.0, state = %d.state, path = ?d.path, "election decided");
         self.kept_looking.clear();
+        if d.state != ServerState::Looking {
+            self.out.push_back(PeerAction::Decided(d.clone()));
+        }
         match d.state {
             ServerState::Leading if self.log.is_some() => {
                 // The learners are synced from the durable log.
@@ -763,7 +775,7 @@ impl PeerCore {
                 self.out.push_back(PeerAction::LoadHistory);
             }
             ServerState::Leading => {
-                let disc = self.leader_discovery(now);
+                let disc = self.new_leader_discovery(now);
                 self.lead(now, disc);
             }
             ServerState::Following | ServerState::Observing => {
@@ -779,11 +791,8 @@ impl PeerCore {
                     self.epochs,
                     self.cfg.timing,
                 );
-                if self.log.is_some() {
-                    disc.set_broadcast_options(
-                        LearnerOptions::default().with_follow_broadcast(true),
-                    );
-                }
+                let follow = self.log.is_some();
+                disc.set_broadcast_options(self.cfg.learner.with_follow_broadcast(follow));
                 self.role = Role::Learner(disc);
             }
             ServerState::Looking => return,

@@ -404,6 +404,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             PeerAction::PersistCurrentEpoch(e) => self.store.save_current_epoch(e).await?,
             PeerAction::Append(txns) => self.append_grouped(txns)?,
             PeerAction::SyncLog => self.sync_group().await?,
+            PeerAction::Decided(_) => {}
             PeerAction::Status(s) => {
                 self.status.send_replace(s);
             }
