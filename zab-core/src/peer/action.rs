@@ -94,10 +94,12 @@ pub enum PeerInput {
 ///   emitted before [`PeerInput::LogDurable`] covered the appends it vouches for, or a
 ///   [`SyncLog`](Self::SyncLog) came before it; a leader counts its own acknowledgement only
 ///   then (Z2);
-/// - every action that must follow durable appends (`PersistCurrentEpoch`, which after a sync
-///   must not claim an epoch whose transactions could still be lost; `Truncate`,
-///   `RestoreSnapshot`, `CommitLogged`, `LoadHistory`, `TakeSnapshot`, epoch changes and
-///   status reports) comes after a [`SyncLog`](Self::SyncLog) when appends are pending;
+/// - every action that must follow durable appends comes after a [`SyncLog`](Self::SyncLog)
+///   when appends are pending: `PersistAcceptedEpoch`, `PersistCurrentEpoch` (after a sync it
+///   must not claim an epoch whose transactions could still be lost), `Truncate`,
+///   `RestoreSnapshot`, `CommitLogged`, `LoadHistory`, `Close`, and the `Status` that reports
+///   an established epoch or the return to LOOKING. `Send` (but for ACKs, above), `Apply`,
+///   `TakeSnapshot` (of committed, applied state) and further `Append`s need not wait;
 /// - `PersistAcceptedEpoch(e)` comes before the ACKEPOCH (or LEADERINFO) that announces `e`,
 ///   and `PersistCurrentEpoch(e)` before the ACK of NEWLEADER (ZOOKEEPER-3911): carrying
 ///   them out in order makes that durable-before-sent;

@@ -650,7 +650,9 @@ impl PeerCore {
             BroadcastAction::Apply(t) => self.apply(t),
             BroadcastAction::Send { to, packet } => self.send(to, packet),
             BroadcastAction::PersistCurrentEpoch(e) => {
-                self.on_ordered_action_current_epoch(e);
+                self.epochs.current_epoch = e;
+                self.fle.set_vote_data(self.vote_data());
+                self.out.push_back(PeerAction::PersistCurrentEpoch(e));
             }
             BroadcastAction::Established { .. }
             | BroadcastAction::SyncDone { .. }
@@ -660,12 +662,6 @@ impl PeerCore {
                 debug!(sid = self.cfg.my_id.0, action = ?a, "broadcast action out of place");
             }
         }
-    }
-
-    fn on_ordered_action_current_epoch(&mut self, e: i64) {
-        self.epochs.current_epoch = e;
-        self.fle.set_vote_data(self.vote_data());
-        self.out.push_back(PeerAction::PersistCurrentEpoch(e));
     }
 
     /// The leader's PROPOSALs go out before its own append is durable (as ZooKeeper's
