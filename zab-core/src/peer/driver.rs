@@ -72,6 +72,40 @@ enum Control {
 
 /// A server taking part in elections over a [`Transport`], with its epochs in an
 /// [`ElectionStore`]: the tokio driver of a [`PeerCore`].
+///
+/// Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
+/// then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use zab_core::peer::{PeerConfig, QuorumPeer};
+/// use zab_core::store::MemoryElectionStore;
+/// use zab_core::transport::MemoryNetwork;
+/// use zab_core::{LearnerType, QuorumMaj, ServerId};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let net = MemoryNetwork::new();
+/// let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
+/// let mut peers = Vec::new();
+/// for sid in 1..=3 {
+///     let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone());
+///     let store = MemoryElectionStore::default();
+///     let peer = QuorumPeer::new(cfg, net.endpoint(ServerId(sid)), store).await.unwrap();
+///     peers.push(peer.spawn());
+/// }
+/// let wait = Duration::from_secs(5);
+/// let led = peers[2].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
+/// assert_eq!((led.leader, led.epoch), (Some(ServerId(3)), Some(1)));
+///
+/// peers[2].kill();
+/// let led = peers[1].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
+/// assert_eq!((led.leader, led.epoch), (Some(ServerId(2)), Some(2)));
+/// # }
+/// ```
+///
 #[must_use = "a peer does nothing until it is spawned or run"]
 pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     core: PeerCore,

@@ -26,39 +26,7 @@
 //! close through a transaction. See [`PeerHandle::propose`] for how a caller learns the
 //! result of its write.
 //!
-//! Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
-//! then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//!
-//! use zab_core::peer::{PeerConfig, QuorumPeer};
-//! use zab_core::store::MemoryElectionStore;
-//! use zab_core::transport::MemoryNetwork;
-//! use zab_core::{LearnerType, QuorumMaj, ServerId};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! let net = MemoryNetwork::new();
-//! let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
-//! let mut peers = Vec::new();
-//! for sid in 1..=3 {
-//!     let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone());
-//!     let store = MemoryElectionStore::default();
-//!     let peer = QuorumPeer::new(cfg, net.endpoint(ServerId(sid)), store).await.unwrap();
-//!     peers.push(peer.spawn());
-//! }
-//! let wait = Duration::from_secs(5);
-//! let led = peers[2].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
-//! assert_eq!((led.leader, led.epoch), (Some(ServerId(3)), Some(1)));
-//!
-//! peers[2].kill();
-//! let led = peers[1].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
-//! assert_eq!((led.leader, led.epoch), (Some(ServerId(2)), Some(2)));
-//! # }
-//! ```
-//!
+//! `QuorumPeer`'s own docs show three of them electing and failing over on the in-memory mesh.
 //! The status is a `watch` channel: it holds the latest value, so a very short LOOKING phase
 //! (a re-election decided at once) may not be observed by a slow reader.
 
