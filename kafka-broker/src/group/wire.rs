@@ -622,6 +622,77 @@ mod tests {
     use bytes::Bytes;
     use kafka_wire::{ApiKey, Encode};
 
+    #[test]
+    fn requests_map_as_kafka_reads_each_version() {
+        let join = JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let v0 = join_request(0, &join, "c".into(), "/h".into());
+        assert_eq!(
+            v0.rebalance_timeout_ms, 10_000,
+            "v0: the session timeout serves"
+        );
+        assert!(!v0.require_known_member_id);
+        let v4 = join_request(4, &join, "c".into(), "/h".into());
+        assert_eq!(v4.rebalance_timeout_ms, 60_000);
+        assert!(v4.require_known_member_id, "KIP-394 from v4");
+
+        let leave = LeaveGroupRequest {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let l = leave_request(2, &leave);
+        assert_eq!(l.members.len(), 1);
+        assert_eq!(l.members[0].member_id, "m");
+        assert!(leave_request(3, &leave).members.is_empty(), "v3+ batch");
+
+        let commit = OffsetCommitRequest {
+            group_id: "g".into(),
+            retention_time_ms: 5_000,
+            ..Default::default()
+        };
+        assert_eq!(commit_request(2, &commit).retention_time_ms, Some(5_000));
+        assert_eq!(commit_request(5, &commit).retention_time_ms, None);
+        let v1 = OffsetCommitRequest {
+            retention_time_ms: -1,
+            ..commit
+        };
+        assert_eq!(commit_request(3, &v1).retention_time_ms, None);
+
+        use kafka_wire::messages::offset_fetch_request::OffsetFetchRequestGroup;
+        let fetch = OffsetFetchRequest {
+            groups: vec![
+                OffsetFetchRequestGroup {
+                    group_id: "a".into(),
+                    topics: None,
+                    ..Default::default()
+                },
+                OffsetFetchRequestGroup {
+                    group_id: "b".into(),
+                    topics: None,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let per_group = fetch_requests(8, &fetch);
+        assert_eq!(
+            per_group
+                .iter()
+                .map(|r| r.group_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(
+            per_group.iter().all(|r| r.topics.is_none()),
+            "null topics: all"
+        );
+    }
+
     /// Responses with every field set encode at every version (nothing a version lacks is
     /// left set).
     #[test]
