@@ -1329,3 +1329,43 @@ fn a_new_leader_epoch_of_a_loaded_partition_keeps_its_groups_and_later_appends_c
     });
     assert_eq!(h.c.leader_epoch(p), Some(5));
 }
+
+#[test]
+fn leader_leaving_before_its_sync_sends_waiting_followers_back_to_rejoin() {
+    let mut h = Harness::loaded();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let rid = h.join("", None, &[("range", "sub")]);
+        ids.push(h.join_response(rid).member_id);
+    }
+    let rids: Vec<u64> = ids
+        .iter()
+        .map(|id| h.join(id, None, &[("range", "sub")]))
+        .collect();
+    h.settle();
+    let gen = h.join_response(rids[0]).generation_id;
+    h.join_response(rids[1]);
+    // CompletingRebalance: a heartbeat is fine, the follower waits for the assignment.
+    assert_eq!(h.heartbeat(&ids[1], gen, None), ErrorCode::None);
+    let follower = h.sync(&ids[1], gen, &[]);
+    assert!(h.take(follower).is_none());
+    let rid = h.send(Request::LeaveGroup(LeaveGroupRequest {
+        group_id: "g".into(),
+        members: vec![LeavingMember {
+            member_id: ids[0].clone(),
+            group_instance_id: None,
+        }],
+    }));
+    h.take(rid);
+    assert_eq!(
+        h.sync_response(follower).error,
+        ErrorCode::RebalanceInProgress
+    );
+    assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
+    let rid = h.join(&ids[1], None, &[("range", "sub")]);
+    let r = h.join_response(rid);
+    assert_eq!(
+        (r.generation_id, r.leader.as_str()),
+        (gen + 1, ids[1].as_str())
+    );
+}
