@@ -68,8 +68,8 @@ enum Command {
     },
 }
 
-/// A handle on the running coordinator task; cheap to clone. The task stops when every
-/// handle (and the [`GroupLeadership`] listener) is dropped, or on [`GroupService::shutdown`].
+/// A handle on the running coordinator task; cheap to clone. The task runs until
+/// [`GroupService::shutdown`] (`BrokerNode::shutdown` calls it).
 #[derive(Clone)]
 pub struct GroupService {
     tx: mpsc::UnboundedSender<Command>,
