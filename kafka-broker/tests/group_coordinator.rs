@@ -71,7 +71,7 @@ async fn find_coordinator(via: &BrokerNode, not: Option<i32>) -> (i32, std::net:
         );
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "no coordinator after 30 s"
+            "no coordinator (other than {not:?}) after 30 s: {r:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -131,6 +131,12 @@ async fn fetched_offset(conn: &mut KafkaConnection) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_offsets_and_generation_survive_a_coordinator_failover() {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
     let tree = MemoryTree::new();
     let mut nodes = Vec::new();
     for id in [1, 2] {
@@ -153,6 +159,32 @@ async fn group_offsets_and_generation_survive_a_coordinator_failover() {
     let mut conn = KafkaConnection::connect(addr, "consumer-1")
         .await
         .expect("connect");
+
+    // v4+ batch keys; transactional ids have no coordinator here, share groups are refused.
+    for (key_type, expected) in [
+        (0, ErrorCode::None),
+        (1, ErrorCode::CoordinatorNotAvailable),
+        (2, ErrorCode::InvalidRequest),
+    ] {
+        let body = RequestBody::FindCoordinator(FindCoordinatorRequest {
+            key_type,
+            coordinator_keys: vec![GROUP.into(), "another-group".into()],
+            ..Default::default()
+        });
+        let ResponseBody::FindCoordinator(r) = send(&mut conn, 4, body).await else {
+            panic!("not a FindCoordinator response");
+        };
+        assert_eq!(r.coordinators.len(), 2);
+        assert_eq!(r.coordinators[0].key.to_string(), GROUP);
+        assert_eq!(
+            r.coordinators[0].error_code,
+            expected.code(),
+            "key type {key_type}"
+        );
+        if key_type == 0 {
+            assert_eq!(r.coordinators[0].node_id, coordinator);
+        }
+    }
 
     // KIP-394: the first JoinGroup (v5) is told its member id (once the coordinator has
     // loaded its partition).
