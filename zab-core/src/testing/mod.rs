@@ -1,6 +1,7 @@
 //! Conformance suites (feature `testing`) for the storage and network traits of this crate:
-//! [`txn_log`] for [`TxnLog`](crate::txnlog::TxnLog) and [`election_store`] for
-//! [`ElectionStore`](crate::store::ElectionStore).
+//! [`txn_log`] for [`TxnLog`](crate::txnlog::TxnLog), [`election_store`] for
+//! [`ElectionStore`](crate::store::ElectionStore) and, with feature `tokio`, `transport` for
+//! `Transport` (`crate::transport`).
 //!
 //! Every suite has one shape: a *builder* trait the implementer provides (build a fresh
 //! instance; for storage also reopen the same one after a restart and, for files, damage them),
@@ -9,6 +10,8 @@
 //! what went wrong; nothing panics to report it.
 
 pub mod election_store;
+#[cfg(feature = "tokio")]
+pub mod transport;
 pub mod txn_log;
 
 /// A failed conformance case.
