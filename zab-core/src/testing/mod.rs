@@ -1,7 +1,8 @@
 //! Conformance suites (feature `testing`) for the storage and network traits of this crate:
 //! [`txn_log`] for [`TxnLog`](crate::txnlog::TxnLog), [`election_store`] for
-//! [`ElectionStore`](crate::store::ElectionStore) and, with feature `tokio`, `transport` for
-//! `Transport` (`crate::transport`).
+//! [`ElectionStore`](crate::store::ElectionStore), [`state_machine`] for
+//! [`StateMachine`](crate::state_machine::StateMachine) and, with feature `tokio`, `transport`
+//! for `Transport` (`crate::transport`).
 //!
 //! Every suite has one shape: a *builder* trait the implementer provides (build a fresh
 //! instance; for storage also reopen the same one after a restart and, for files, damage them),
@@ -10,6 +11,7 @@
 //! what went wrong; nothing panics to report it.
 
 pub mod election_store;
+pub mod state_machine;
 #[cfg(feature = "tokio")]
 pub mod transport;
 pub mod txn_log;
