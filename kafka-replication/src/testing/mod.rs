@@ -1,6 +1,7 @@
 //! Conformance suites (feature `testing`) for the traits of this crate that a composition
 //! implements on its own storage or network: [`log_storage`] for
-//! [`LogStorage`](crate::log::LogStorage).
+//! [`LogStorage`](crate::log::LogStorage) and [`isr_writer`] for
+//! [`IsrWriter`](crate::isr::IsrWriter).
 //!
 //! Every suite has one shape: a *builder* trait the implementer provides (build a fresh
 //! instance; for storage also reopen the same one after a restart and, for files, damage them),
@@ -8,7 +9,11 @@
 //! single cases as public functions. A failure is a [`ConformanceError`] naming the case and
 //! what went wrong; nothing panics to report it.
 
+pub mod isr_writer;
 pub mod log_storage;
+
+/// The error a builder reports when it cannot set up what a case needs.
+pub type BuilderError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A failed conformance case.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +64,19 @@ impl Case {
             case: self.0,
             context: context.to_string(),
             error: Box::new(error),
+        })
+    }
+
+    /// `r`'s value, or an [`ConformanceError::Operation`] for a builder's error.
+    pub(crate) fn setup<T>(
+        self,
+        context: &str,
+        r: Result<T, BuilderError>,
+    ) -> Result<T, ConformanceError> {
+        r.map_err(|error| ConformanceError::Operation {
+            case: self.0,
+            context: context.to_string(),
+            error,
         })
     }
 
