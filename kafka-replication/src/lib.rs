@@ -226,7 +226,7 @@
 //!
 //! - `tokio` (default): the async driver `replica_driver::ReplicaDriver`.
 //! - `testing`: the conformance suites (`testing`) of the traits a composition implements —
-//!   [`log::LogStorage`] and [`isr::IsrWriter`]. Purely additive: it adds a module and changes no behaviour.
+//!   [`log::LogStorage`], [`isr::IsrWriter`] and (with `tokio`) [`replica_fetcher::LeaderLink`]. Purely additive: it adds a module and changes no behaviour.
 //! - `never-in-production`: test-only legacy switches (see the crate's `Cargo.toml`).
 
 pub mod epoch_cache;

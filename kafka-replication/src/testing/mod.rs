@@ -1,7 +1,8 @@
 //! Conformance suites (feature `testing`) for the traits of this crate that a composition
 //! implements on its own storage or network: [`log_storage`] for
-//! [`LogStorage`](crate::log::LogStorage) and [`isr_writer`] for
-//! [`IsrWriter`](crate::isr::IsrWriter).
+//! [`LogStorage`](crate::log::LogStorage), [`isr_writer`] for
+//! [`IsrWriter`](crate::isr::IsrWriter) and, with feature `tokio`, `leader_link` for
+//! [`LeaderLink`](crate::replica_fetcher::LeaderLink).
 //!
 //! Every suite has one shape: a *builder* trait the implementer provides (build a fresh
 //! instance; for storage also reopen the same one after a restart and, for files, damage them),
@@ -10,6 +11,8 @@
 //! what went wrong; nothing panics to report it.
 
 pub mod isr_writer;
+#[cfg(feature = "tokio")]
+pub mod leader_link;
 pub mod log_storage;
 
 /// The error a builder reports when it cannot set up what a case needs.
@@ -64,6 +67,21 @@ impl Case {
             case: self.0,
             context: context.to_string(),
             error: Box::new(error),
+        })
+    }
+
+    /// `r`'s value, or an [`ConformanceError::Operation`] carrying the error's message (for
+    /// error types that are not `Sync + 'static`).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn op_msg<T, E: std::fmt::Display>(
+        self,
+        context: &str,
+        r: Result<T, E>,
+    ) -> Result<T, ConformanceError> {
+        r.map_err(|e| ConformanceError::Operation {
+            case: self.0,
+            context: context.to_string(),
+            error: e.to_string().into(),
         })
     }
 
