@@ -60,7 +60,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_on_a_three_server_zab_ensemble() -> TestResult {
     let ensemble = ZabEnsemble::start(3).await?;
-    conformance::run_all(&ensemble).await?;
+    conformance::test_all(&ensemble).await?;
     Ok(())
 }
 
@@ -71,7 +71,7 @@ async fn conformance_suite_on_a_zab_ensemble_over_loopback_tcp_and_after_its_lea
         ZabEnsembleConfig::default().with_transport(EnsembleTransport::Tcp),
     )
     .await?;
-    conformance::run_all(&ensemble).await?;
+    conformance::test_all(&ensemble).await?;
     // A write too large for a quorum packet is refused; the ensemble goes on.
     let c = ensemble.connect_spread().await?;
     let huge = vec![7u8; 2 << 20];

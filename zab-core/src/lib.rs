@@ -24,7 +24,10 @@
 //!   liveness) as one sans-IO state machine, and `QuorumPeer`, its tokio driver.
 //!
 //! Cargo features: `tokio` (default) adds the async driver (`peer::QuorumPeer`) and the transports
-//! (`transport`). `never-in-production` must **never be enabled in production**: test-only
+//! (`transport`). `testing` adds the conformance suites (`testing`) of the storage and network
+//! traits — a builder trait, `test_all` and the single cases each — to run against any
+//! implementation, and the simulation harness (`simulation`); purely additive, it changes no
+//! behaviour. `never-in-production` must **never be enabled in production**: test-only
 //! and purely additive, it adds the constructors of two known-broken behaviours for tests that
 //! show the simulators catch them (`ElectionConfig::with_broken_pre_1419_order`,
 //! `vote::pre_1419_predicate`, `LearnerOptions::with_broken_ack_newleader_before_persist`).
@@ -374,6 +377,8 @@ pub mod quorum;
 pub mod simulation;
 pub mod state_machine;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(feature = "tokio")]
 pub mod transport;
 pub mod txnlog;
