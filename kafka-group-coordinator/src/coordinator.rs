@@ -233,6 +233,9 @@ struct Core {
     now: u64,
     actions: VecDeque<Action>,
     appends: BTreeMap<u64, PendingAppend>,
+    /// Appends that failed before they were asked for (their records could not be encoded):
+    /// completed with UNKNOWN_SERVER_ERROR at the end of the input that made them.
+    failed_appends: VecDeque<u64>,
     next_append_id: u64,
     next_incarnation: u64,
     member_counter: u64,
@@ -282,6 +285,15 @@ impl Core {
         });
     }
 
+    /// An append whose records could not be encoded: its waiters get the failure (as from a
+    /// failed append) once the current input is handled.
+    fn fail_append(&mut self, pending: PendingAppend) {
+        let append_id = self.next_append_id;
+        self.next_append_id += 1;
+        self.appends.insert(append_id, pending);
+        self.failed_appends.push_back(append_id);
+    }
+
     fn incarnation(&mut self) -> u64 {
         self.next_incarnation += 1;
         self.next_incarnation
@@ -316,15 +328,21 @@ impl Core {
         }
         .encode();
         let value = g.metadata_value(assignment).encode();
-        self.append(
-            g.partition,
-            leader_epoch,
-            vec![AppendRecord {
-                key,
-                value: Some(value),
-            }],
-            pending,
-        );
+        match (key, value) {
+            (Ok(key), Ok(value)) => self.append(
+                g.partition,
+                leader_epoch,
+                vec![AppendRecord {
+                    key,
+                    value: Some(value),
+                }],
+                pending,
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(group = %g.id, error = %e, "group metadata cannot be written");
+                self.fail_append(pending);
+            }
+        }
     }
 
     // ---- rebalances ----
@@ -536,6 +554,7 @@ impl GroupCoordinator {
                 now: 0,
                 actions: VecDeque::new(),
                 appends: BTreeMap::new(),
+                failed_appends: VecDeque::new(),
                 next_append_id: 1,
                 next_incarnation: 0,
                 member_counter: 0,
@@ -645,6 +664,9 @@ impl GroupCoordinator {
         }
         // Timers the input set to fire at once (a zero initial rebalance delay).
         self.fire_timers();
+        while let Some(append_id) = self.core.failed_appends.pop_front() {
+            self.append_completed(append_id, Err(ErrorCode::UnknownServerError));
+        }
     }
 
     fn epoch_of(&self, partition: i32) -> i32 {
@@ -734,15 +756,16 @@ impl GroupCoordinator {
             let expired = g.remove_expired_offsets(now, retention);
             let out = tombstones.entry(g.partition).or_default();
             for (topic, partition) in expired {
-                out.push(AppendRecord {
-                    key: RecordKey::OffsetCommit {
-                        group: g.id.clone(),
-                        topic,
-                        partition,
-                    }
-                    .encode(),
-                    value: None,
-                });
+                // Keys of offsets that were written once always encode again.
+                if let Ok(key) = (RecordKey::OffsetCommit {
+                    group: g.id.clone(),
+                    topic,
+                    partition,
+                })
+                .encode()
+                {
+                    out.push(AppendRecord { key, value: None });
+                }
             }
             if g.is(GroupState::Empty)
                 && g.offsets.is_empty()
@@ -750,13 +773,13 @@ impl GroupCoordinator {
             {
                 g.transition(GroupState::Dead, now);
                 dead.push(g.id.clone());
-                out.push(AppendRecord {
-                    key: RecordKey::GroupMetadata {
-                        group: g.id.clone(),
-                    }
-                    .encode(),
-                    value: None,
-                });
+                if let Ok(key) = (RecordKey::GroupMetadata {
+                    group: g.id.clone(),
+                })
+                .encode()
+                {
+                    out.push(AppendRecord { key, value: None });
+                }
             }
         }
         for id in dead {
@@ -1494,23 +1517,31 @@ impl GroupCoordinator {
                     expire_timestamp: expire,
                     log_offset: -1,
                 };
-                records.push(AppendRecord {
-                    key: RecordKey::OffsetCommit {
-                        group: g.id.clone(),
-                        topic: t.name.clone(),
-                        partition: p.partition_index,
+                let key = RecordKey::OffsetCommit {
+                    group: g.id.clone(),
+                    topic: t.name.clone(),
+                    partition: p.partition_index,
+                }
+                .encode();
+                let value = OffsetCommitValue {
+                    offset: commit.offset,
+                    leader_epoch: commit.leader_epoch,
+                    metadata: commit.metadata.clone(),
+                    commit_timestamp: commit.commit_timestamp,
+                    expire_timestamp: commit.expire_timestamp.unwrap_or(-1),
+                }
+                .encode();
+                let (key, value) = match (key, value) {
+                    (Ok(k), Ok(v)) => (k, v),
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!(group = %g.id, topic = %t.name, partition = p.partition_index, error = %e, "offset commit cannot be written");
+                        response.topics[ti].partitions[pi].error = ErrorCode::UnknownServerError;
+                        continue;
                     }
-                    .encode(),
-                    value: Some(
-                        OffsetCommitValue {
-                            offset: commit.offset,
-                            leader_epoch: commit.leader_epoch,
-                            metadata: commit.metadata.clone(),
-                            commit_timestamp: commit.commit_timestamp,
-                            expire_timestamp: commit.expire_timestamp.unwrap_or(-1),
-                        }
-                        .encode(),
-                    ),
+                };
+                records.push(AppendRecord {
+                    key,
+                    value: Some(value),
                 });
                 slots.push((ti, pi));
                 commits.push(((t.name.clone(), p.partition_index), commit));

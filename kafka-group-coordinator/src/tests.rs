@@ -1084,7 +1084,8 @@ fn tombstones_remove_groups_and_offsets_on_load() {
                 topic: "t".into(),
                 partition: 0,
             }
-            .encode(),
+            .encode()
+            .unwrap(),
             value: None,
         }],
     );
@@ -1368,4 +1369,20 @@ fn leader_leaving_before_its_sync_sends_waiting_followers_back_to_rejoin() {
         (r.generation_id, r.leader.as_str()),
         (gen + 1, ids[1].as_str())
     );
+}
+
+/// A group id longer than the `int16` string of `OffsetCommitKey` (possible through the
+/// compact strings of flexible OffsetCommit versions) cannot be written: the commit is refused
+/// with UNKNOWN_SERVER_ERROR, as Kafka's failed serialization is, and nothing — in particular
+/// no record with a wrapped length — reaches `__consumer_offsets`.
+#[test]
+fn a_commit_whose_key_cannot_be_written_is_refused_and_nothing_is_appended() {
+    let long = "g".repeat(40_000);
+    let mut h = Harness::new(GroupCoordinatorConfig::new());
+    h.load(&long);
+    let rid = h.commit(&long, "", -1, "t", 0, 5);
+    assert_eq!(h.commit_error(rid), Some(ErrorCode::UnknownServerError));
+    let p = h.partition(&long);
+    assert_eq!(h.log.get(&p).map_or(0, Vec::len), 0, "nothing appended");
+    assert_eq!(h.fetch(&long, "t", 0), (ErrorCode::None, -1));
 }

@@ -1,6 +1,7 @@
-//! The coordinator's `__consumer_offsets` codec against `kafka-wire`'s generated record types:
-//! every version `kafka-wire` writes is read back field for field, and every record the
-//! coordinator writes decodes with `kafka-wire` to the same values.
+//! The coordinator's view of the `__consumer_offsets` records against `kafka-wire`'s generated
+//! record types it is written with: every version `kafka-wire` writes is read back field for
+//! field (the mapping drops or swaps no field), and every record the coordinator writes is at
+//! the version Kafka writes and decodes with `kafka-wire` to the same values.
 
 use kafka_group_coordinator::records::{
     GroupMetadataValue, MemberMetadataValue, OffsetCommitValue, RecordKey,
@@ -108,13 +109,16 @@ fn what_the_coordinator_writes_decodes_with_kafka_wire() {
         topic: "t".into(),
         partition: 7,
     };
-    let (v, k) = wire::OffsetCommitKey::from_versioned_bytes(key.encode()).expect("decodes");
+    let (v, k) = wire::OffsetCommitKey::from_versioned_bytes(key.encode().expect("encodes"))
+        .expect("decodes");
     assert_eq!(
         (v, k.group.to_string(), k.topic.to_string(), k.partition),
         (1, "g".into(), "t".into(), 7)
     );
     let (v, k) = wire::GroupMetadataKey::from_versioned_bytes(
-        RecordKey::GroupMetadata { group: "g".into() }.encode(),
+        RecordKey::GroupMetadata { group: "g".into() }
+            .encode()
+            .expect("encodes"),
     )
     .expect("decodes");
     assert_eq!((v, k.group.to_string()), (2, "g".into()));
@@ -127,7 +131,8 @@ fn what_the_coordinator_writes_decodes_with_kafka_wire() {
             expire_timestamp: expire,
         };
         let (v, w) =
-            wire::OffsetCommitValue::from_versioned_bytes(value.encode()).expect("decodes");
+            wire::OffsetCommitValue::from_versioned_bytes(value.encode().expect("encodes"))
+                .expect("decodes");
         assert_eq!(v, if expire < 0 { 3 } else { 1 });
         assert_eq!(
             (
@@ -157,7 +162,8 @@ fn what_the_coordinator_writes_decodes_with_kafka_wire() {
             assignment: bytes::Bytes::from_static(b"a"),
         }],
     };
-    let (v, w) = wire::GroupMetadataValue::from_versioned_bytes(group.encode()).expect("decodes");
+    let (v, w) = wire::GroupMetadataValue::from_versioned_bytes(group.encode().expect("encodes"))
+        .expect("decodes");
     assert_eq!(v, 3);
     assert_eq!(w, to_wire_group(&group));
 }
