@@ -17,7 +17,9 @@
 //! - [`discovery`]: the leader and learner state machines that fix a new epoch (Z1, Z5).
 //! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync) and atomic broadcast, sans-IO.
 //! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
-//!   implementations (CRC per record, torn-tail recovery, atomic snapshots).
+//!   implementations (the file log in segments named by their first zxid, CRC per record,
+//!   torn-tail recovery, atomic snapshots, purge of whole segments below the retained
+//!   snapshots).
 //! - [`state_machine`]: the [`state_machine::StateMachine`] embedders implement to apply committed
 //!   transactions and take / restore snapshots.
 //! - [`peer`]: [`peer::PeerCore`], the whole server (all of the above composed, with session

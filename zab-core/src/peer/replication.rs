@@ -48,11 +48,9 @@ impl Replication {
     /// The history a new leader syncs learners from: base, transactions after it, snapshot.
     pub(super) fn history(&self) -> Result<(Zxid, Vec<Txn>, Option<Snapshot>), ReplicationError> {
         let snapshot = self.log.latest_snapshot()?;
-        let base = match (&snapshot, self.log.first_zxid()) {
-            (Some(s), Some(first)) if first > s.zxid => s.zxid,
-            (Some(s), None) => s.zxid,
-            _ => Zxid::ZERO,
-        };
+        // Everything up to the newest snapshot is served by it: a purged log no longer
+        // reaches back to the first transaction, so only what follows the snapshot counts.
+        let base = snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid);
         Ok((base, self.log.read_after(base)?, snapshot))
     }
 
