@@ -386,7 +386,7 @@ async fn conformance_suite_on_three_voters_and_two_observers_serving_reads() -> 
     let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig::default().with_observers(2)).await?;
     assert_eq!(ensemble.observers(), vec![ServerId(4), ServerId(5)]);
     // The suite's clients are spread over all five servers, observers included.
-    conformance::run_all(&ensemble).await?;
+    conformance::test_all(&ensemble).await?;
     // A write through a voter is read on each observer after a sync; a write through an
     // observer is forwarded to the leader and read on a voter.
     let voter = ensemble.connect(ServerId(1)).await?;
