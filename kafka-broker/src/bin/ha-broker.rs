@@ -34,7 +34,7 @@ use ha_coordination::{Coordination, MemoryTree, ZooKeeperCoordination, ZooKeeper
 use kafka_broker::config::{properties, ServerSettings};
 use kafka_broker::node::{BrokerNode, LogPlacement};
 use kafka_controller::admin;
-use kafka_controller::assignment::AssignmentStart;
+use kafka_controller::zk_data::KafkaZkClient;
 
 /// One ha-blocks broker: registration, controller campaign, replication and the Kafka
 /// protocol on one listener.
@@ -314,6 +314,22 @@ async fn run(args: Args) -> Result<(), String> {
                 )
             }
         };
+    // A single in-memory node's topics are in the store before it serves anything, so that no
+    // Metadata request auto-creates one of them first with the default partition count.
+    if let Some(store) = &admin_session {
+        let zk = KafkaZkClient::new(store.clone());
+        zk.create_persistent_paths()
+            .await
+            .map_err(|e| format!("cannot prepare the store: {e}"))?;
+        for (name, partitions) in &topics {
+            let assignment: BTreeMap<i32, Vec<i32>> =
+                (0..*partitions).map(|p| (p, vec![id])).collect();
+            match admin::create_topic_with_assignment(store.as_ref(), name, &assignment).await {
+                Ok(()) => tracing::info!(topic = %name, partitions, "topic created"),
+                Err(e) => tracing::warn!(topic = %name, error = %e, "topic not created"),
+            }
+        }
+    }
     // A start may wait (up to the session timeout plus a margin) for an older session's
     // registration; a stop signal meanwhile ends the process, which has nothing to hand over.
     let node = tokio::select! {
@@ -335,29 +351,14 @@ async fn run(args: Args) -> Result<(), String> {
         );
         let _ = out.flush();
     }
-    if let Some(store) = admin_session {
-        if node
+    if admin_session.is_some()
+        && node
             .controller()
             .wait_active(Duration::from_secs(10))
             .await
             .is_none()
-        {
-            tracing::warn!(broker = id, "single node did not become controller");
-        }
-        for (name, partitions) in topics {
-            match admin::create_topic(
-                store.as_ref(),
-                &name,
-                partitions,
-                1,
-                AssignmentStart::fixed(0),
-            )
-            .await
-            {
-                Ok(_) => tracing::info!(topic = %name, partitions, "topic created"),
-                Err(e) => tracing::warn!(topic = %name, error = %e, "topic not created"),
-            }
-        }
+    {
+        tracing::warn!(broker = id, "single node did not become controller");
     }
     signals.recv().await;
     tracing::info!(broker = id, "stopping: controlled shutdown");
