@@ -373,8 +373,8 @@ fn fixed_runs(fields: &[&Field], valid: &Range) -> Vec<(usize, usize)> {
     runs
 }
 
-/// Statements reading a run of fixed-width fields with one length check.
-fn read_fixed_run(run: &[&Field]) -> String {
+/// Statements reading a run of fixed-width fields from `buf` with one length check.
+fn read_fixed_run(run: &[&Field], buf: &str) -> String {
     let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
     let mut fast = String::new();
     let mut slow = String::new();
@@ -401,13 +401,92 @@ fn read_fixed_run(run: &[&Field]) -> String {
         let _ = writeln!(
             slow,
             "                this.{fname} = {}?;",
-            read_scalar(&f.ty, "buf", &fname)
+            read_scalar(&f.ty, buf, &fname)
         );
         o += n;
     }
     format!(
-        "        {{\n            let c = buf.chunk();\n            if c.len() >= {total} {{\n{fast}                buf.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
+        "        {{\n            let c = {buf}.chunk();\n            if c.len() >= {total} {{\n{fast}                {buf}.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
     )
+}
+
+/// Whether a field of type `t` is read without byte strings: fixed-width, or an array of
+/// fixed-width elements (such fields can be read from a plain byte slice).
+fn is_plain(t: &Ty) -> bool {
+    match t {
+        Ty::Array(inner) => fixed_size(inner).is_some(),
+        t => fixed_size(t).is_some(),
+    }
+}
+
+/// Runs of consecutive plain fields (see [`is_plain`]) present at some valid version, as
+/// (start, end) indexes into `fields`: two or more fields, or one at the end of the struct
+/// when the struct has flexible versions (the run then also reads the tag count).
+fn plain_runs(fields: &[&Field], valid: &Range, has_flexible: bool) -> Vec<(usize, usize)> {
+    let plain = |f: &Field| is_plain(&f.ty) && !matches!(cond(&f.versions, valid), Cond::Never);
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        if plain(fields[i]) {
+            let mut j = i;
+            while j < fields.len()
+                && (plain(fields[j]) || matches!(cond(&fields[j].versions, valid), Cond::Never))
+            {
+                j += 1;
+            }
+            if j - i >= 2 || (j == fields.len() && has_flexible) {
+                runs.push((i, j));
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    runs
+}
+
+/// Statements reading `fields` from `buf` (runs of fixed-width fields with one length check).
+fn read_fields(out: &mut String, fields: &[&Field], valid: &Range, buf: &str) {
+    let runs = fixed_runs(fields, valid);
+    for (i, f) in fields.iter().enumerate() {
+        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&read_fixed_run(&fields[a..b], buf));
+            }
+            continue;
+        }
+        let fname = snake(&f.name);
+        match cond(&f.versions, valid) {
+            Cond::Never => {}
+            Cond::Always => {
+                let _ = writeln!(
+                    out,
+                    "        this.{fname} = {};",
+                    read_expr(f, buf, &valid.and(&f.versions))
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    out,
+                    "        if {e} {{\n            this.{fname} = {};\n        }}",
+                    read_expr(f, buf, &valid.and(&f.versions))
+                );
+            }
+        }
+    }
+}
+
+/// `text` with every non-empty line indented four more spaces.
+fn indent4(text: &str) -> String {
+    let mut s = String::new();
+    for line in text.lines() {
+        if !line.is_empty() {
+            s.push_str("    ");
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
 }
 
 fn doc(s: &mut String, indent: &str, text: &str) {
@@ -534,36 +613,37 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     );
     let _ = writeln!(out, "        let flexible = {flex_test};");
     let non_tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_none()).collect();
-    let runs = fixed_runs(&non_tagged, valid);
-    for (i, f) in non_tagged.iter().enumerate() {
-        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
-            if a == i {
-                out.push_str(&read_fixed_run(&non_tagged[a..b]));
-            }
+    // Runs of plain fields are read over the input chunk as a byte slice (one advance per run);
+    // a run at the end of the struct also reads the tag count, which it returns.
+    let runs = plain_runs(&non_tagged, valid, !spec.flexible.is_empty());
+    let mut tag_count_read = false;
+    let mut i = 0;
+    while i < non_tagged.len() {
+        let Some(&(a, b)) = runs.iter().find(|r| r.0 == i) else {
+            read_fields(out, &non_tagged[i..=i], valid, "buf");
+            i += 1;
             continue;
+        };
+        let mut body = String::new();
+        read_fields(&mut body, &non_tagged[a..b], valid, "b");
+        if b == non_tagged.len() && !spec.flexible.is_empty() {
+            tag_count_read = true;
+            body.push_str("        if flexible { get_uvarint(b)? } else { 0 }\n");
+            out.push_str("        let tag_count = over_chunk!(buf, |b| {\n");
+        } else {
+            out.push_str("        over_chunk!(buf, |b| {\n");
         }
-        let fname = snake(&f.name);
-        match cond(&f.versions, valid) {
-            Cond::Never => {}
-            Cond::Always => {
-                let _ = writeln!(
-                    out,
-                    "        this.{fname} = {};",
-                    read_expr(f, "buf", &valid.and(&f.versions))
-                );
-            }
-            Cond::Expr(e) => {
-                let _ = writeln!(
-                    out,
-                    "        if {e} {{\n            this.{fname} = {};\n        }}",
-                    read_expr(f, "buf", &valid.and(&f.versions))
-                );
-            }
-        }
+        out.push_str(&indent4(&body));
+        out.push_str("        });\n");
+        i = b;
     }
     let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
     tagged.sort_by_key(|f| f.tag.map(|t| t.0));
-    out.push_str("        if flexible {\n            let n = get_uvarint(buf)?;\n            for _ in 0..n {\n");
+    if tag_count_read {
+        out.push_str("        {\n            for _ in 0..tag_count {\n");
+    } else {
+        out.push_str("        if flexible {\n            let tag_count = get_uvarint(buf)?;\n            for _ in 0..tag_count {\n");
+    }
     out.push_str("                let (tag, size) = get_tag_header(buf)?;\n");
     let mut arms = String::new();
     for f in &tagged {

@@ -73,8 +73,8 @@ impl AlterPartitionReassignmentsRequest {
         this.timeout_ms = get_i32(buf)?;
         this.topics = get_struct_array(buf, flexible, ReassignableTopic::min_len(version), "topics", |b, slot: &mut ReassignableTopic| ReassignableTopic::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -175,11 +175,13 @@ impl ReassignablePartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        this.partition_index = get_i32(buf)?;
-        this.replicas = get_nullable_int32_array(buf, flexible, "replicas")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            this.replicas = get_nullable_int32_array(b, flexible, "replicas")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -275,8 +277,8 @@ impl ReassignableTopic {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ReassignablePartition::min_len(version), "partitions", |b, slot: &mut ReassignablePartition| ReassignablePartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -100,12 +100,14 @@ impl ApiVersionsResponse {
         let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
         this.api_keys = get_struct_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b, slot: &mut ApiVersion| ApiVersion::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 3 => {
@@ -300,22 +302,24 @@ impl ApiVersion {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 3;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.api_key = i16::from_be_bytes([c[0], c[1]]);
-                this.min_version = i16::from_be_bytes([c[2], c[3]]);
-                this.max_version = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.api_key = get_i16(buf)?;
-                this.min_version = get_i16(buf)?;
-                this.max_version = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.api_key = i16::from_be_bytes([c[0], c[1]]);
+                    this.min_version = i16::from_be_bytes([c[2], c[3]]);
+                    this.max_version = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.api_key = get_i16(b)?;
+                    this.min_version = get_i16(b)?;
+                    this.max_version = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -422,15 +426,17 @@ impl SupportedFeatureKey {
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 3 {
-            this.min_version = get_i16(buf)?;
-        }
-        if version >= 3 {
-            this.max_version = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.min_version = get_i16(b)?;
+            }
+            if version >= 3 {
+                this.max_version = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -555,15 +561,17 @@ impl FinalizedFeatureKey {
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 3 {
-            this.max_version_level = get_i16(buf)?;
-        }
-        if version >= 3 {
-            this.min_version_level = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.max_version_level = get_i16(b)?;
+            }
+            if version >= 3 {
+                this.min_version_level = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -77,20 +77,22 @@ impl CreatePartitionsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topics = get_struct_array(buf, flexible, CreatePartitionsTopic::min_len(version), "topics", |b, slot: &mut CreatePartitionsTopic| CreatePartitionsTopic::decode_into(slot, b, version))?;
-        {
-            let c = buf.chunk();
-            if c.len() >= 5 {
-                this.timeout_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.validate_only = c[4] != 0;
-                buf.advance(5);
-            } else {
-                this.timeout_ms = get_i32(buf)?;
-                this.validate_only = get_bool(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 5 {
+                    this.timeout_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.validate_only = c[4] != 0;
+                    b.advance(5);
+                } else {
+                    this.timeout_ms = get_i32(b)?;
+                    this.validate_only = get_bool(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -187,10 +189,12 @@ impl CreatePartitionsAssignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        this.broker_ids = get_int32_array(buf, flexible, "broker_ids")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -288,8 +292,8 @@ impl CreatePartitionsTopic {
         this.count = get_i32(buf)?;
         this.assignments = get_nullable_struct_array(buf, flexible, CreatePartitionsAssignment::min_len(version), "assignments", |b, slot: &mut CreatePartitionsAssignment| CreatePartitionsAssignment::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

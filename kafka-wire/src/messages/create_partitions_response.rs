@@ -73,8 +73,8 @@ impl CreatePartitionsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.results = get_struct_array(buf, flexible, CreatePartitionsTopicResult::min_len(version), "results", |b, slot: &mut CreatePartitionsTopicResult| CreatePartitionsTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -185,8 +185,8 @@ impl CreatePartitionsTopicResult {
         this.error_code = get_i16(buf)?;
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

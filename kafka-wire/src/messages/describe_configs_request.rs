@@ -81,15 +81,17 @@ impl DescribeConfigsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
         this.resources = get_struct_array(buf, flexible, DescribeConfigsResource::min_len(version), "resources", |b, slot: &mut DescribeConfigsResource| DescribeConfigsResource::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.include_synonyms = get_bool(buf)?;
-        }
-        if version >= 3 {
-            this.include_documentation = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.include_synonyms = get_bool(b)?;
+            }
+            if version >= 3 {
+                this.include_documentation = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -214,8 +216,8 @@ impl DescribeConfigsResource {
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         this.configuration_keys = get_nullable_array(buf, flexible, if flexible { 1 } else { 2 }, "configuration_keys", |b| get_string(b, flexible, "configuration_keys"))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

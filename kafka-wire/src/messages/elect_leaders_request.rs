@@ -82,10 +82,12 @@ impl ElectLeadersRequest {
             this.election_type = get_i8(buf)?;
         }
         this.topic_partitions = get_nullable_struct_array(buf, flexible, TopicPartitions::min_len(version), "topic_partitions", |b, slot: &mut TopicPartitions| TopicPartitions::decode_into(slot, b, version))?;
-        this.timeout_ms = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -200,10 +202,12 @@ impl TopicPartitions {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_int32_array(buf, flexible, "partitions")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partitions = get_int32_array(b, flexible, "partitions")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

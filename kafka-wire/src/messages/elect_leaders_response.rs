@@ -78,14 +78,16 @@ impl ElectLeadersResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        this.throttle_time_ms = get_i32(buf)?;
-        if version >= 1 {
-            this.error_code = get_i16(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.throttle_time_ms = get_i32(b)?;
+            if version >= 1 {
+                this.error_code = get_i16(b)?;
+            }
+        });
         this.replica_election_results = get_struct_array(buf, flexible, ReplicaElectionResult::min_len(version), "replica_election_results", |b, slot: &mut ReplicaElectionResult| ReplicaElectionResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -200,21 +202,23 @@ impl PartitionResult {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_id = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_id = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_id = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_id = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
+        });
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -309,8 +313,8 @@ impl ReplicaElectionResult {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partition_result = get_struct_array(buf, flexible, PartitionResult::min_len(version), "partition_result", |b, slot: &mut PartitionResult| PartitionResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -71,10 +71,12 @@ impl IncrementalAlterConfigsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 1;
         this.resources = get_struct_array(buf, flexible, AlterConfigsResource::min_len(version), "resources", |b, slot: &mut AlterConfigsResource| AlterConfigsResource::decode_into(slot, b, version))?;
-        this.validate_only = get_bool(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.validate_only = get_bool(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -185,8 +187,8 @@ impl AlterableConfig {
         this.config_operation = get_i8(buf)?;
         this.value = get_nullable_string(buf, flexible, "value")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -288,8 +290,8 @@ impl AlterConfigsResource {
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         this.configs = get_struct_array(buf, flexible, AlterableConfig::min_len(version), "configs", |b, slot: &mut AlterableConfig| AlterableConfig::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

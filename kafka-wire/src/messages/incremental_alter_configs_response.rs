@@ -73,8 +73,8 @@ impl IncrementalAlterConfigsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.responses = get_struct_array(buf, flexible, AlterConfigsResourceResponse::min_len(version), "responses", |b, slot: &mut AlterConfigsResourceResponse| AlterConfigsResourceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -192,8 +192,8 @@ impl AlterConfigsResourceResponse {
         this.resource_type = get_i8(buf)?;
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

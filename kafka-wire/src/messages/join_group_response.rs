@@ -118,20 +118,22 @@ impl JoinGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        if version >= 2 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.error_code = i16::from_be_bytes([c[0], c[1]]);
-                this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.error_code = get_i16(buf)?;
-                this.generation_id = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 2 {
+                this.throttle_time_ms = get_i32(b)?;
             }
-        }
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                    this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.error_code = get_i16(b)?;
+                    this.generation_id = get_i32(b)?;
+                }
+            }
+        });
         if version >= 7 {
             this.protocol_type = get_nullable_string(buf, flexible, "protocol_type")?;
         }
@@ -143,8 +145,8 @@ impl JoinGroupResponse {
         this.member_id = get_string(buf, flexible, "member_id")?;
         this.members = get_struct_array(buf, flexible, JoinGroupResponseMember::min_len(version), "members", |b, slot: &mut JoinGroupResponseMember| JoinGroupResponseMember::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -288,8 +290,8 @@ impl JoinGroupResponseMember {
         }
         this.metadata = get_bytes(buf, flexible, "metadata")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

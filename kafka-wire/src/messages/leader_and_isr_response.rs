@@ -88,8 +88,8 @@ impl LeaderAndIsrResponse {
             this.topics = get_struct_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b, slot: &mut LeaderAndIsrTopicError| LeaderAndIsrTopicError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -216,8 +216,8 @@ impl LeaderAndIsrTopicError {
             this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -331,20 +331,22 @@ impl LeaderAndIsrPartitionError {
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -88,8 +88,8 @@ impl LeaveGroupRequest {
             this.members = get_struct_array(buf, flexible, MemberIdentity::min_len(version), "members", |b, slot: &mut MemberIdentity| MemberIdentity::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -226,8 +226,8 @@ impl MemberIdentity {
             this.reason = get_nullable_string(buf, flexible, "reason")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

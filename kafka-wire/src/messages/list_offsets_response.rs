@@ -77,8 +77,8 @@ impl ListOffsetsResponse {
         }
         this.topics = get_struct_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b, slot: &mut ListOffsetsTopicResponse| ListOffsetsTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -215,32 +215,34 @@ impl ListOffsetsPartitionResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
-        if version <= 0 {
-            this.old_style_offsets = get_array(buf, flexible, 8, "old_style_offsets", get_i64)?;
-        }
-        if version >= 1 {
-            this.timestamp = get_i64(buf)?;
-        }
-        if version >= 1 {
-            this.offset = get_i64(buf)?;
-        }
-        if version >= 4 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if version <= 0 {
+                this.old_style_offsets = get_array(b, flexible, 8, "old_style_offsets", get_i64)?;
+            }
+            if version >= 1 {
+                this.timestamp = get_i64(b)?;
+            }
+            if version >= 1 {
+                this.offset = get_i64(b)?;
+            }
+            if version >= 4 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -366,8 +368,8 @@ impl ListOffsetsTopicResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartitionResponse| ListOffsetsPartitionResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -73,8 +73,8 @@ impl ListPartitionReassignmentsRequest {
         this.timeout_ms = get_i32(buf)?;
         this.topics = get_nullable_struct_array(buf, flexible, ListPartitionReassignmentsTopics::min_len(version), "topics", |b, slot: &mut ListPartitionReassignmentsTopics| ListPartitionReassignmentsTopics::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -181,10 +181,12 @@ impl ListPartitionReassignmentsTopics {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -99,12 +99,14 @@ impl OffsetFetchRequest {
         if version >= 8 {
             this.groups = get_struct_array(buf, flexible, OffsetFetchRequestGroup::min_len(version), "groups", |b, slot: &mut OffsetFetchRequestGroup| OffsetFetchRequestGroup::decode_into(slot, b, version))?;
         }
-        if version >= 7 {
-            this.require_stable = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 7 {
+                this.require_stable = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -247,12 +249,14 @@ impl OffsetFetchRequestTopic {
         if version <= 7 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version <= 7 {
-            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 7 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -361,12 +365,14 @@ impl OffsetFetchRequestTopics {
         if version >= 8 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 8 {
-            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -501,8 +507,8 @@ impl OffsetFetchRequestGroup {
             this.topics = get_nullable_struct_array(buf, flexible, OffsetFetchRequestTopics::min_len(version), "topics", |b, slot: &mut OffsetFetchRequestTopics| OffsetFetchRequestTopics::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

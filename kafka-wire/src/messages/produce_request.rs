@@ -87,21 +87,23 @@ impl ProduceRequest {
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.acks = i16::from_be_bytes([c[0], c[1]]);
-                this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.acks = get_i16(buf)?;
-                this.timeout_ms = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.acks = i16::from_be_bytes([c[0], c[1]]);
+                    this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.acks = get_i16(b)?;
+                    this.timeout_ms = get_i32(b)?;
+                }
             }
-        }
+        });
         this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -215,8 +217,8 @@ impl PartitionProduceData {
         this.index = get_i32(buf)?;
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -309,8 +311,8 @@ impl TopicProduceData {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_data = get_struct_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b, slot: &mut PartitionProduceData| PartitionProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -78,12 +78,14 @@ impl ProduceResponse {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
         this.responses = get_struct_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b, slot: &mut TopicProduceResponse| TopicProduceResponse::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
@@ -228,8 +230,8 @@ impl BatchIndexAndErrorMessage {
             this.batch_index_error_message = get_nullable_string(buf, flexible, "batch_index_error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -335,15 +337,17 @@ impl LeaderIdAndEpoch {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        if version >= 10 {
-            this.leader_id = get_i32(buf)?;
-        }
-        if version >= 10 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 10 {
+                this.leader_id = get_i32(b)?;
+            }
+            if version >= 10 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -488,25 +492,27 @@ impl PartitionProduceResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        {
-            let c = buf.chunk();
-            if c.len() >= 14 {
-                this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
-                buf.advance(14);
-            } else {
-                this.index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
-                this.base_offset = get_i64(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 14 {
+                    this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                    b.advance(14);
+                } else {
+                    this.index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                    this.base_offset = get_i64(b)?;
+                }
             }
-        }
-        if version >= 2 {
-            this.log_append_time_ms = get_i64(buf)?;
-        }
-        if version >= 5 {
-            this.log_start_offset = get_i64(buf)?;
-        }
+            if version >= 2 {
+                this.log_append_time_ms = get_i64(b)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = get_i64(b)?;
+            }
+        });
         if version >= 8 {
             this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
         }
@@ -514,8 +520,8 @@ impl PartitionProduceResponse {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
@@ -662,8 +668,8 @@ impl TopicProduceResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_responses = get_struct_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b, slot: &mut PartitionProduceResponse| PartitionProduceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -787,8 +793,8 @@ impl NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -113,14 +113,16 @@ impl UpdateMetadataRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        this.controller_id = get_i32(buf)?;
-        if version >= 8 {
-            this.is_k_raft_controller = get_bool(buf)?;
-        }
-        this.controller_epoch = get_i32(buf)?;
-        if version >= 5 {
-            this.broker_epoch = get_i64(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 8 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 5 {
+                this.broker_epoch = get_i64(b)?;
+            }
+        });
         if version <= 4 {
             this.ungrouped_partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
@@ -129,8 +131,8 @@ impl UpdateMetadataRequest {
         }
         this.live_brokers = get_struct_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b, slot: &mut UpdateMetadataBroker| UpdateMetadataBroker::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 8 => {
@@ -314,8 +316,8 @@ impl UpdateMetadataTopicState {
             this.partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -453,12 +455,14 @@ impl UpdateMetadataEndpoint {
         if version >= 3 {
             this.listener = get_string(buf, flexible, "listener")?;
         }
-        if version >= 1 {
-            this.security_protocol = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.security_protocol = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -614,8 +618,8 @@ impl UpdateMetadataBroker {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -777,30 +781,32 @@ impl UpdateMetadataPartitionState {
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 16 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
-                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
-                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
-                buf.advance(16);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.controller_epoch = get_i32(buf)?;
-                this.leader = get_i32(buf)?;
-                this.leader_epoch = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 16 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                    this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                    this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                    b.advance(16);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.controller_epoch = get_i32(b)?;
+                    this.leader = get_i32(b)?;
+                    this.leader_epoch = get_i32(b)?;
+                }
             }
-        }
-        this.isr = get_int32_array(buf, flexible, "isr")?;
-        this.zk_version = get_i32(buf)?;
-        this.replicas = get_int32_array(buf, flexible, "replicas")?;
-        if version >= 4 {
-            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            this.isr = get_int32_array(b, flexible, "isr")?;
+            this.zk_version = get_i32(b)?;
+            this.replicas = get_int32_array(b, flexible, "replicas")?;
+            if version >= 4 {
+                this.offline_replicas = get_int32_array(b, flexible, "offline_replicas")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
