@@ -228,8 +228,36 @@ fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
     }
 }
 
-/// Statements writing the value `val` (a place expression such as `self.x`) to `w`.
-fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> String {
+/// Bytes of the stack buffer that the elements of an array of small structs go through.
+const ARRAY_BUFFER: usize = 512;
+
+/// The structs of `spec` whose fields are all fixed-width, strings or arrays of those (no
+/// byte, record or struct fields): an array of them is written through kafka-wire's
+/// `BufferedWriter`.
+fn small_structs(spec: &Spec) -> Vec<String> {
+    let small = |t: &Ty| matches!(t, Ty::String) || fixed_size(t).is_some();
+    spec.structs
+        .iter()
+        .filter(|st| {
+            st.fields.iter().all(|f| match &f.ty {
+                Ty::Array(inner) => small(inner),
+                t => small(t),
+            })
+        })
+        .map(|st| st.name.clone())
+        .collect()
+}
+
+/// Statements writing the value `val` (a place expression such as `self.x`) to `w`; arrays of
+/// the `small` structs go through a stack buffer.
+fn write_stmts(
+    f: &Field,
+    val: &str,
+    w: &str,
+    valid: &Range,
+    indent: &str,
+    small: &[String],
+) -> String {
     let what = snake(&f.name);
     let mut s = String::new();
     let opt = is_option(f);
@@ -315,18 +343,38 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
                 Ty::String => format!("put_string({w}, e, flexible, {what:?})?;"),
                 _ => scalar(inner, deref),
             };
+            let buffered = matches!(&**inner, Ty::Struct(n) if small.contains(n));
+            let each = |v: &str| {
+                if buffered {
+                    format!(
+                        "let mut bw = BufferedWriter::<_, {ARRAY_BUFFER}>::new(&mut *{w});\n{indent}    \
+                         for e in {v} {{ e.encode(&mut bw, version)?; }}\n{indent}    bw.finish();"
+                    )
+                } else {
+                    format!("for e in {v} {{ {body} }}")
+                }
+            };
             if opt {
+                let each = each("v").replace("\n", "\n    ");
                 let _ = writeln!(
                     s,
                     "{indent}match &{val} {{\n{indent}    None => put_array_len({w}, None, flexible, {what:?})?,\n\
                      {indent}    Some(v) => {{\n{indent}        put_array_len({w}, Some(v.len()), flexible, {what:?})?;\n\
-                     {indent}        for e in v {{ {body} }}\n{indent}    }}\n{indent}}}"
+                     {indent}        {each}\n{indent}    }}\n{indent}}}"
+                );
+            } else if buffered {
+                let _ = writeln!(
+                    s,
+                    "{indent}put_array_len({w}, Some({val}.len()), flexible, {what:?})?;\n\
+                     {indent}{{\n{indent}    {}\n{indent}}}",
+                    each(&format!("&{val}"))
                 );
             } else {
                 let _ = writeln!(
                     s,
                     "{indent}put_array_len({w}, Some({val}.len()), flexible, {what:?})?;\n\
-                     {indent}for e in &{val} {{ {body} }}"
+                     {indent}{}",
+                    each(&format!("&{val}"))
                 );
             }
         }
@@ -408,6 +456,30 @@ fn read_fixed_run(run: &[&Field], buf: &str) -> String {
     format!(
         "        {{\n            let c = {buf}.chunk();\n            if c.len() >= {total} {{\n{fast}                {buf}.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
     )
+}
+
+/// Statements writing a run of fixed-width fields as one array.
+fn write_fixed_run(run: &[&Field]) -> String {
+    let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
+    let mut s = format!("        {{\n            let mut run = [0u8; {total}];\n");
+    let mut o = 0;
+    for f in run {
+        let n = fixed_size(&f.ty).unwrap_or(0);
+        let fname = snake(&f.name);
+        let bytes = match f.ty {
+            Ty::Bool => format!("[u8::from(self.{fname})]"),
+            Ty::Uuid => format!("self.{fname}.0"),
+            _ => format!("self.{fname}.to_be_bytes()"),
+        };
+        let _ = writeln!(
+            s,
+            "            run[{o}..{}].copy_from_slice(&{bytes});",
+            o + n
+        );
+        o += n;
+    }
+    s.push_str("            w.write_slice(&run);\n        }\n");
+    s
 }
 
 /// Whether a field of type `t` is read without byte strings: fixed-width, or an array of
@@ -686,13 +758,22 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     out.push_str("        Ok(())\n    }\n}\n\n");
 
     // Encode
+    let small = small_structs(spec);
     let _ = writeln!(
         out,
         "impl Encode for {name} {{\n    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
     );
     out.push_str(&api_key_check("EncodeError"));
     let _ = writeln!(out, "        let flexible = {flex_test};");
-    for f in &non_tagged {
+    // Runs of always-present fixed-width fields go out as one write of a stack array.
+    let write_runs = fixed_runs(&non_tagged, valid);
+    for (i, f) in non_tagged.iter().enumerate() {
+        if let Some(&(a, b)) = write_runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&write_fixed_run(&non_tagged[a..b]));
+            }
+            continue;
+        }
         let fname = snake(&f.name);
         let val = format!("self.{fname}");
         let not_in = if f.ignorable {
@@ -710,6 +791,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
                 "w",
                 &valid.and(&f.versions),
                 "        ",
+                &small,
             )),
             Cond::Never => {
                 if let Some(n) = not_in {
@@ -724,6 +806,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
                     "w",
                     &valid.and(&f.versions),
                     "            ",
+                    &small,
                 ));
                 match not_in {
                     Some(n) => {
@@ -778,8 +861,8 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             let _ = writeln!(
                 out,
                 "            if has_{fname} {{\n                put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, {tag});\n                w.write_unsigned_varint({tag});\n                let mut c = LenCounter(0);\n                {{\n                    let w = &mut c;\n{}                }}\n                w.write_unsigned_varint(c.0 as u32);\n{}            }}",
-                write_stmts(f, &val, "w", &valid.and(&f.versions), "                    "),
-                write_stmts(f, &val, "w", &valid.and(&f.versions), "                ")
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                    ", &small),
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                ", &small)
             );
         }
         out.push_str(
@@ -863,7 +946,7 @@ pub fn message_file(spec: &Spec) -> Result<String, String> {
         "\n//! `{}` ({what}): versions {}, flexible versions {flex}.\n\n\
          #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports{extra_allow})]\n\n\
          use bytes::{{Buf, Bytes}};\nuse bytestring::ByteString;\n\n\
-         use crate::api::ApiKey;\nuse crate::encode::{{DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
+         use crate::api::ApiKey;\nuse crate::encode::{{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
          use crate::primitives::*;\nuse crate::varint::get_unsigned_varint;\nuse crate::{{DecodeError, EncodeError}};\n",
         spec.name,
         range_text(&spec.valid)

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -114,8 +114,12 @@ impl Encode for AlterPartitionReassignmentsResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 45, version });
         }
         let flexible = version >= 0;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         put_array_len(w, Some(self.responses.len()), flexible, "responses")?;
         for e in &self.responses { e.encode(w, version)?; }
@@ -238,8 +242,12 @@ impl ReassignablePartitionResponse {
 impl Encode for ReassignablePartitionResponse {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 0;
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
@@ -336,7 +344,11 @@ impl Encode for ReassignableTopicResponse {
         let flexible = version >= 0;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

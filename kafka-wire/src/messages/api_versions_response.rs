@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -138,7 +138,11 @@ impl Encode for ApiVersionsResponse {
         let flexible = version >= 3;
         w.write_i16(self.error_code);
         put_array_len(w, Some(self.api_keys.len()), flexible, "api_keys")?;
-        for e in &self.api_keys { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.api_keys { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 1 {
             w.write_i32(self.throttle_time_ms);
         }
@@ -158,11 +162,19 @@ impl Encode for ApiVersionsResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
-                    for e in &self.supported_features { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
-                for e in &self.supported_features { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             if has_finalized_features_epoch {
                 put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, 1);
@@ -182,11 +194,19 @@ impl Encode for ApiVersionsResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
-                    for e in &self.finalized_features { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
-                for e in &self.finalized_features { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             if has_zk_migration_ready {
                 put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, 3);
@@ -331,9 +351,13 @@ impl ApiVersion {
 impl Encode for ApiVersion {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
-        w.write_i16(self.api_key);
-        w.write_i16(self.min_version);
-        w.write_i16(self.max_version);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.api_key.to_be_bytes());
+            run[2..4].copy_from_slice(&self.min_version.to_be_bytes());
+            run[4..6].copy_from_slice(&self.max_version.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -109,8 +109,12 @@ impl Encode for CreatePartitionsRequest {
         let flexible = version >= 2;
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
-        w.write_i32(self.timeout_ms);
-        put_bool(w, self.validate_only);
+        {
+            let mut run = [0u8; 5];
+            run[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
+            run[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -311,7 +315,9 @@ impl Encode for CreatePartitionsTopic {
             None => put_array_len(w, None, flexible, "assignments")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "assignments")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         if flexible {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -435,12 +435,24 @@ impl Encode for CreatableTopic {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         put_string(w, &self.name, flexible, "name")?;
-        w.write_i32(self.num_partitions);
-        w.write_i16(self.replication_factor);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.num_partitions.to_be_bytes());
+            run[4..6].copy_from_slice(&self.replication_factor.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_array_len(w, Some(self.assignments.len()), flexible, "assignments")?;
-        for e in &self.assignments { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.assignments { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         put_array_len(w, Some(self.configs.len()), flexible, "configs")?;
-        for e in &self.configs { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.configs { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

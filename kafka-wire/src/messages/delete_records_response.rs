@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -210,9 +210,13 @@ impl DeleteRecordsPartitionResult {
 impl Encode for DeleteRecordsPartitionResult {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        w.write_i32(self.partition_index);
-        w.write_i64(self.low_watermark);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..12].copy_from_slice(&self.low_watermark.to_be_bytes());
+            run[12..14].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -308,7 +312,11 @@ impl Encode for DeleteRecordsTopicResult {
         let flexible = version >= 2;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

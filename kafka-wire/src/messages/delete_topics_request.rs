@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -108,7 +108,11 @@ impl Encode for DeleteTopicsRequest {
         let flexible = version >= 4;
         if version >= 6 {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
-            for e in &self.topics { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.topics { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.topics.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "topics", version });
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -148,8 +148,12 @@ impl Encode for DescribeClusterResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 60, version });
         }
         let flexible = version >= 0;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         if version >= 1 {
             w.write_i8(self.endpoint_type);
@@ -159,7 +163,11 @@ impl Encode for DescribeClusterResponse {
         put_string(w, &self.cluster_id, flexible, "cluster_id")?;
         w.write_i32(self.controller_id);
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
-        for e in &self.brokers { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         w.write_i32(self.cluster_authorized_operations);
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;

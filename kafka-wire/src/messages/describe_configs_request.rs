@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -107,7 +107,11 @@ impl Encode for DescribeConfigsRequest {
         }
         let flexible = version >= 4;
         put_array_len(w, Some(self.resources.len()), flexible, "resources")?;
-        for e in &self.resources { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.resources { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 1 {
             put_bool(w, self.include_synonyms);
         } else if self.include_synonyms {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -411,7 +411,11 @@ impl Encode for DescribeConfigsResourceResult {
         put_bool(w, self.is_sensitive);
         if version >= 1 {
             put_array_len(w, Some(self.synonyms.len()), flexible, "synonyms")?;
-            for e in &self.synonyms { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.synonyms { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         }
         if version >= 3 {
             w.write_i8(self.config_type);

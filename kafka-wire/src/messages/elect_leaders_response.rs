@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -230,8 +230,12 @@ impl PartitionResult {
 impl Encode for PartitionResult {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        w.write_i32(self.partition_id);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_id.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
@@ -328,7 +332,11 @@ impl Encode for ReplicaElectionResult {
         let flexible = version >= 2;
         put_string(w, &self.topic, flexible, "topic")?;
         put_array_len(w, Some(self.partition_result.len()), flexible, "partition_result")?;
-        for e in &self.partition_result { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partition_result { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

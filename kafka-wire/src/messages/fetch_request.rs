@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -207,8 +207,12 @@ impl Encode for FetchRequest {
         } else if self.replica_id != -1 {
                 return Err(EncodeError::FieldNotInVersion { field: "replica_id", version });
             }
-        w.write_i32(self.max_wait_ms);
-        w.write_i32(self.min_bytes);
+        {
+            let mut run = [0u8; 8];
+            run[0..4].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+            run[4..8].copy_from_slice(&self.min_bytes.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 3 {
             w.write_i32(self.max_bytes);
         }
@@ -225,7 +229,11 @@ impl Encode for FetchRequest {
         for e in &self.topics { e.encode(w, version)?; }
         if version >= 7 {
             put_array_len(w, Some(self.forgotten_topics_data.len()), flexible, "forgotten_topics_data")?;
-            for e in &self.forgotten_topics_data { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.forgotten_topics_data { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.forgotten_topics_data.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "forgotten_topics_data", version });
             }
@@ -715,7 +723,11 @@ impl Encode for FetchTopic {
             put_uuid(w, &self.topic_id);
         }
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

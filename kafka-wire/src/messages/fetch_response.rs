@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -153,11 +153,19 @@ impl Encode for FetchResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                    for e in &self.node_endpoints { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                for e in &self.node_endpoints { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -514,8 +522,12 @@ impl SnapshotId {
 impl Encode for SnapshotId {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
-        w.write_i64(self.end_offset);
-        w.write_i32(self.epoch);
+        {
+            let mut run = [0u8; 12];
+            run[0..8].copy_from_slice(&self.end_offset.to_be_bytes());
+            run[8..12].copy_from_slice(&self.epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -820,9 +832,13 @@ impl PartitionData {
 impl Encode for PartitionData {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
-        w.write_i64(self.high_watermark);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 4 {
             w.write_i64(self.last_stable_offset);
         }
@@ -834,7 +850,9 @@ impl Encode for PartitionData {
                 None => put_array_len(w, None, flexible, "aborted_transactions")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "aborted_transactions")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -182,7 +182,11 @@ impl Encode for FindCoordinatorResponse {
             }
         if version >= 4 {
             put_array_len(w, Some(self.coordinators.len()), flexible, "coordinators")?;
-            for e in &self.coordinators { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.coordinators { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.coordinators.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "coordinators", version });
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -116,10 +116,14 @@ impl Encode for InitProducerIdResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 22, version });
         }
         let flexible = version >= 2;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
-        w.write_i64(self.producer_id);
-        w.write_i16(self.producer_epoch);
+        {
+            let mut run = [0u8; 16];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.producer_id.to_be_bytes());
+            run[14..16].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -164,8 +164,12 @@ impl Encode for JoinGroupResponse {
         if version >= 2 {
             w.write_i32(self.throttle_time_ms);
         }
-        w.write_i16(self.error_code);
-        w.write_i32(self.generation_id);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.generation_id.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 7 {
             put_nullable_string(w, self.protocol_type.as_deref(), flexible, "protocol_type")?;
         }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -170,7 +170,11 @@ impl Encode for LeaderAndIsrRequest {
             }
         if version <= 1 {
             put_array_len(w, Some(self.ungrouped_partition_states.len()), flexible, "ungrouped_partition_states")?;
-            for e in &self.ungrouped_partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.ungrouped_partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.ungrouped_partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "ungrouped_partition_states", version });
             }
@@ -181,7 +185,11 @@ impl Encode for LeaderAndIsrRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "topic_states", version });
             }
         put_array_len(w, Some(self.live_leaders.len()), flexible, "live_leaders")?;
-        for e in &self.live_leaders { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.live_leaders { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -326,7 +334,11 @@ impl Encode for LeaderAndIsrTopicState {
         }
         if version >= 2 {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
-            for e in &self.partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
@@ -646,10 +658,14 @@ impl Encode for LeaderAndIsrPartitionState {
         if version <= 1 {
             put_string(w, &self.topic_name, flexible, "topic_name")?;
         }
-        w.write_i32(self.partition_index);
-        w.write_i32(self.controller_epoch);
-        w.write_i32(self.leader);
-        w.write_i32(self.leader_epoch);
+        {
+            let mut run = [0u8; 16];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..8].copy_from_slice(&self.controller_epoch.to_be_bytes());
+            run[8..12].copy_from_slice(&self.leader.to_be_bytes());
+            run[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.partition_epoch);
         put_int32_array(w, &self.replicas, flexible, "replicas")?;

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -112,7 +112,11 @@ impl Encode for LeaveGroupResponse {
         w.write_i16(self.error_code);
         if version >= 3 {
             put_array_len(w, Some(self.members.len()), flexible, "members")?;
-            for e in &self.members { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.members { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.members.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "members", version });
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -94,7 +94,9 @@ impl Encode for ListPartitionReassignmentsRequest {
             None => put_array_len(w, None, flexible, "topics")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topics")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         if flexible {

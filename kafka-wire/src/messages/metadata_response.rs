@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -139,7 +139,11 @@ impl Encode for MetadataResponse {
             w.write_i32(self.throttle_time_ms);
         }
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
-        for e in &self.brokers { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 2 {
             put_nullable_string(w, self.cluster_id.as_deref(), flexible, "cluster_id")?;
         }
@@ -439,9 +443,13 @@ impl MetadataResponsePartition {
 impl Encode for MetadataResponsePartition {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
-        w.write_i16(self.error_code);
-        w.write_i32(self.partition_index);
-        w.write_i32(self.leader_id);
+        {
+            let mut run = [0u8; 10];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 7 {
             w.write_i32(self.leader_epoch);
         }
@@ -605,7 +613,11 @@ impl Encode for MetadataResponseTopic {
             put_bool(w, self.is_internal);
         }
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 8 {
             w.write_i32(self.topic_authorized_operations);
         } else if self.topic_authorized_operations != -2147483648 {

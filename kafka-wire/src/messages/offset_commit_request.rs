@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -301,8 +301,12 @@ impl OffsetCommitRequestPartition {
 impl Encode for OffsetCommitRequestPartition {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 8;
-        w.write_i32(self.partition_index);
-        w.write_i64(self.committed_offset);
+        {
+            let mut run = [0u8; 12];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..12].copy_from_slice(&self.committed_offset.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 6 {
             w.write_i32(self.committed_leader_epoch);
         }
@@ -413,7 +417,11 @@ impl Encode for OffsetCommitRequestTopic {
         let flexible = version >= 8;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

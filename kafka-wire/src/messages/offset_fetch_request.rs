@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -132,7 +132,9 @@ impl Encode for OffsetFetchRequest {
                 None => put_array_len(w, None, flexible, "topics")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         } else if self.topics != Some(Vec::new()) {
@@ -536,7 +538,9 @@ impl Encode for OffsetFetchRequestGroup {
                 None => put_array_len(w, None, flexible, "topics")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         } else if self.topics != Some(Vec::new()) {

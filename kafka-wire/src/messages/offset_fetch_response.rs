@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -434,7 +434,11 @@ impl Encode for OffsetFetchResponseTopic {
             }
         if version <= 7 {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }
@@ -722,7 +726,11 @@ impl Encode for OffsetFetchResponseTopics {
             }
         if version >= 8 {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }

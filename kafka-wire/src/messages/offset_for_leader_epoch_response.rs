@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -228,8 +228,12 @@ impl EpochEndOffset {
 impl Encode for EpochEndOffset {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
-        w.write_i16(self.error_code);
-        w.write_i32(self.partition);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.partition.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 1 {
             w.write_i32(self.leader_epoch);
         }
@@ -332,7 +336,11 @@ impl Encode for OffsetForLeaderTopicResult {
         let flexible = version >= 4;
         put_string(w, &self.topic, flexible, "topic")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -123,8 +123,12 @@ impl Encode for ProduceRequest {
         } else if self.transactional_id.is_some() {
                 return Err(EncodeError::FieldNotInVersion { field: "transactional_id", version });
             }
-        w.write_i16(self.acks);
-        w.write_i32(self.timeout_ms);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.acks.to_be_bytes());
+            run[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_array_len(w, Some(self.topic_data.len()), flexible, "topic_data")?;
         for e in &self.topic_data { e.encode(w, version)?; }
         if flexible {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -123,11 +123,19 @@ impl Encode for ProduceResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                    for e in &self.node_endpoints { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                for e in &self.node_endpoints { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -538,9 +546,13 @@ impl PartitionProduceResponse {
 impl Encode for PartitionProduceResponse {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
-        w.write_i32(self.index);
-        w.write_i16(self.error_code);
-        w.write_i64(self.base_offset);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.base_offset.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 2 {
             w.write_i64(self.log_append_time_ms);
         }
@@ -549,7 +561,11 @@ impl Encode for PartitionProduceResponse {
         }
         if version >= 8 {
             put_array_len(w, Some(self.record_errors.len()), flexible, "record_errors")?;
-            for e in &self.record_errors { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.record_errors { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         }
         if version >= 8 {
             put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -174,13 +174,21 @@ impl Encode for StopReplicaRequest {
             }
         if version <= 0 {
             put_array_len(w, Some(self.ungrouped_partitions.len()), flexible, "ungrouped_partitions")?;
-            for e in &self.ungrouped_partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.ungrouped_partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.ungrouped_partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "ungrouped_partitions", version });
             }
         if (1..=2).contains(&version) {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
-            for e in &self.topics { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.topics { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.topics.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "topics", version });
             }
@@ -689,7 +697,11 @@ impl Encode for StopReplicaTopicState {
             }
         if version >= 3 {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
-            for e in &self.partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }

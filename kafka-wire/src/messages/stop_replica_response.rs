@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -91,7 +91,11 @@ impl Encode for StopReplicaResponse {
         let flexible = version >= 2;
         w.write_i16(self.error_code);
         put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
-        for e in &self.partition_errors { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -210,8 +214,12 @@ impl Encode for StopReplicaPartitionError {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         put_string(w, &self.topic_name, flexible, "topic_name")?;
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
