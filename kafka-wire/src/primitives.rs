@@ -279,9 +279,13 @@ pub fn get_nullable_struct_array<B: Buf, T: Default>(
         });
     }
     let mut v: Vec<T> = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push(T::default());
-        if let Some(slot) = v.last_mut() {
+    // Defaults are written in batches straight into the vector (a push of each would build
+    // it on the stack and copy it), then decoded in place while still in cache.
+    const BATCH: usize = 16;
+    while v.len() < n {
+        let start = v.len();
+        v.resize_with(n.min(start + BATCH), T::default);
+        for slot in &mut v[start..] {
             elem(buf, slot)?;
         }
     }
