@@ -6,6 +6,11 @@
 //!
 //! Run with `cargo bench -p kafka-wire --bench messages`. After criterion's report, a short
 //! table prints both crates' time per operation and the ratio (peer time / our time).
+//!
+//! For instruction counts, `KAFKA_WIRE_BENCH_ONE=<case>:<ours|peer>:<n>` runs only case number
+//! `<case>` (0-5, in the order of the table) `<n>` times for one crate and exits; the count per
+//! operation is the difference of two runs under `valgrind --tool=callgrind` (or
+//! `perf stat -e instructions`) with different `<n>`, divided by the difference of the `<n>`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -174,7 +179,30 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// The `KAFKA_WIRE_BENCH_ONE` mode: runs one case `n` times for one crate.
+fn run_one(spec: &str) {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [case, side, n] = parts[..] else {
+        panic!("KAFKA_WIRE_BENCH_ONE is <case>:<ours|peer>:<n>, not {spec:?}");
+    };
+    let case: usize = case.parse().expect("case number");
+    let n: u32 = n.parse().expect("repetitions");
+    let mut case = cases().into_iter().nth(case).expect("no such case");
+    let f = match side {
+        "ours" => &mut case.ours,
+        "peer" => &mut case.peer,
+        other => panic!("side is ours or peer, not {other:?}"),
+    };
+    for _ in 0..n {
+        f();
+    }
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("KAFKA_WIRE_BENCH_ONE") {
+        run_one(&spec);
+        return;
+    }
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))

@@ -124,6 +124,80 @@ impl WireWrite for LenCounter {
     }
 }
 
+/// A writer that collects small writes in a buffer of `N` bytes on the stack and passes them
+/// on to the writer it wraps in blocks: used for arrays of small structs, where it replaces a
+/// capacity check and length update of the destination per field with a bounds check against
+/// the buffer. Shared data and writes of `N` bytes or more go through unbuffered (in order).
+///
+/// [`BufferedWriter::finish`] writes what is left; a writer dropped without it loses that
+/// part (as after an encoding error).
+pub struct BufferedWriter<'w, W: WireWrite, const N: usize> {
+    inner: &'w mut W,
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<'w, W: WireWrite, const N: usize> BufferedWriter<'w, W, N> {
+    /// An empty buffer in front of `inner`.
+    #[inline(always)]
+    pub fn new(inner: &'w mut W) -> Self {
+        Self {
+            inner,
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Writes the buffered bytes to the wrapped writer.
+    #[inline]
+    pub fn finish(mut self) {
+        self.flush();
+    }
+
+    #[inline]
+    fn flush(&mut self) {
+        if let Some(b) = self.buf.get(..self.len) {
+            if !b.is_empty() {
+                self.inner.write_slice(b);
+            }
+        }
+        self.len = 0;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_through(&mut self, src: &[u8]) {
+        self.flush();
+        match self.buf.get_mut(..src.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(src);
+                self.len = src.len();
+            }
+            None => self.inner.write_slice(src),
+        }
+    }
+}
+
+impl<W: WireWrite, const N: usize> WireWrite for BufferedWriter<'_, W, N> {
+    #[inline(always)]
+    fn write_slice(&mut self, src: &[u8]) {
+        let end = self.len + src.len();
+        match self.buf.get_mut(self.len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(src);
+                self.len = end;
+            }
+            None => self.write_through(src),
+        }
+    }
+
+    #[inline]
+    fn write_shared(&mut self, data: Bytes) {
+        self.flush();
+        self.inner.write_shared(data);
+    }
+}
+
 /// A writer that keeps shared data as its own chunks.
 ///
 /// Small values are copied into a current [`BytesMut`]; every [`WireWrite::write_shared`]

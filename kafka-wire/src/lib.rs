@@ -66,7 +66,9 @@ pub mod types;
 pub mod varint;
 
 pub use api::ApiKey;
-pub use encode::{ChunkedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+pub use encode::{
+    BufferedWriter, ChunkedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite,
+};
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{RequestBody, ResponseBody};

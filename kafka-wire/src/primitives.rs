@@ -200,6 +200,33 @@ pub fn get_bytes<B: Buf>(
     get_nullable_bytes(buf, compact, what)?.ok_or_else(|| null_error(what))
 }
 
+/// Runs a block of field reads over the current chunk as a plain byte slice when that chunk
+/// holds all the input (as it does for [`Bytes`] and slices), advancing `buf` once at the end
+/// instead of once per field; over a multi-chunk [`Buf`] it runs the block on `buf` itself.
+///
+/// `over_chunk!(buf, |b| { ... })` evaluates to the block's value; the block reads through
+/// `b` and may return early with `?`. Only for fields that are not byte strings (a string or
+/// byte field read from the slice would be a copy, not a slice of the input).
+macro_rules! over_chunk {
+    ($buf:ident, |$b:ident| $body:block) => {{
+        let chunk = $buf.chunk();
+        if chunk.len() == $buf.remaining() {
+            let mut rest: &[u8] = chunk;
+            let value = {
+                let $b = &mut rest;
+                $body
+            };
+            let used = chunk.len() - rest.len();
+            $buf.advance(used);
+            value
+        } else {
+            let $b = &mut *$buf;
+            $body
+        }
+    }};
+}
+pub(crate) use over_chunk;
+
 /// Reads a nullable (compact) array whose elements take at least `min_elem` bytes each.
 ///
 /// The count is checked against the bytes that remain (times `min_elem`) before the vector
@@ -252,9 +279,13 @@ pub fn get_nullable_struct_array<B: Buf, T: Default>(
         });
     }
     let mut v: Vec<T> = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push(T::default());
-        if let Some(slot) = v.last_mut() {
+    // Defaults are written in batches straight into the vector (a push of each would build
+    // it on the stack and copy it), then decoded in place while still in cache.
+    const BATCH: usize = 16;
+    while v.len() < n {
+        let start = v.len();
+        v.resize_with(n.min(start + BATCH), T::default);
+        for slot in &mut v[start..] {
             elem(buf, slot)?;
         }
     }
@@ -285,6 +316,34 @@ pub fn get_array<B: Buf, T>(
     get_nullable_array(buf, compact, min_elem, what, elem)?.ok_or_else(|| null_error(what))
 }
 
+/// The fast path of compact `int32` arrays: a one-byte length and up to four elements, all in
+/// the current chunk. When 17 bytes are at hand, the four slots are read without a branch on
+/// the count (slots past the length are not part of the value); `None` leaves `buf` untouched
+/// for the general reader.
+#[inline(always)]
+fn get_short_compact_int32_array<B: Buf>(buf: &mut B) -> Option<Int32Array> {
+    let c = buf.chunk();
+    let b0 = *c.first()?;
+    if !(1..=5).contains(&b0) {
+        return None;
+    }
+    let n = usize::from(b0) - 1;
+    let mut inline = [0i32; 4];
+    if let Some(c) = c.first_chunk::<17>() {
+        for (k, slot) in inline.iter_mut().enumerate() {
+            let o = 1 + 4 * k;
+            *slot = i32::from_be_bytes([c[o], c[o + 1], c[o + 2], c[o + 3]]);
+        }
+    } else {
+        let e = c.get(1..1 + 4 * n)?;
+        for (slot, e) in inline.iter_mut().zip(e.chunks_exact(4)) {
+            *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+        }
+    }
+    buf.advance(1 + 4 * n);
+    Some(Int32Array::from_buf_and_len(inline, n))
+}
+
 /// Reads a nullable (compact) array of `int32`, checking the count against what remains.
 #[inline]
 pub fn get_nullable_int32_array<B: Buf>(
@@ -292,19 +351,9 @@ pub fn get_nullable_int32_array<B: Buf>(
     compact: bool,
     what: &'static str,
 ) -> Result<Option<Int32Array>, DecodeError> {
-    // Fast path: a one-byte compact length and up to four elements, all in the current chunk.
     if compact {
-        let c = buf.chunk();
-        if let Some(&b0) = c.first() {
-            let n = usize::from(b0).wrapping_sub(1);
-            if (1..=5).contains(&b0) && c.len() > 4 * n {
-                let mut inline = [0i32; 4];
-                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
-                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
-                }
-                buf.advance(1 + 4 * n);
-                return Ok(Some(Int32Array::from_buf_and_len(inline, n)));
-            }
+        if let Some(v) = get_short_compact_int32_array(buf) {
+            return Ok(Some(v));
         }
     }
     let Some(n) = get_len(buf, compact, true, what)? else {
@@ -338,17 +387,8 @@ pub fn get_int32_array<B: Buf>(
     what: &'static str,
 ) -> Result<Int32Array, DecodeError> {
     if compact {
-        let c = buf.chunk();
-        if let Some(&b0) = c.first() {
-            let n = usize::from(b0).wrapping_sub(1);
-            if (1..=5).contains(&b0) && c.len() > 4 * n {
-                let mut inline = [0i32; 4];
-                for (slot, e) in inline.iter_mut().zip(c[1..=4 * n].chunks_exact(4)) {
-                    *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
-                }
-                buf.advance(1 + 4 * n);
-                return Ok(Int32Array::from_buf_and_len(inline, n));
-            }
+        if let Some(v) = get_short_compact_int32_array(buf) {
+            return Ok(v);
         }
     }
     get_int32_array_slow(buf, compact, what)

@@ -228,8 +228,36 @@ fn read_expr(f: &Field, b: &str, valid: &Range) -> String {
     }
 }
 
-/// Statements writing the value `val` (a place expression such as `self.x`) to `w`.
-fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> String {
+/// Bytes of the stack buffer that the elements of an array of small structs go through.
+const ARRAY_BUFFER: usize = 512;
+
+/// The structs of `spec` whose fields are all fixed-width, strings or arrays of those (no
+/// byte, record or struct fields): an array of them is written through kafka-wire's
+/// `BufferedWriter`.
+fn small_structs(spec: &Spec) -> Vec<String> {
+    let small = |t: &Ty| matches!(t, Ty::String) || fixed_size(t).is_some();
+    spec.structs
+        .iter()
+        .filter(|st| {
+            st.fields.iter().all(|f| match &f.ty {
+                Ty::Array(inner) => small(inner),
+                t => small(t),
+            })
+        })
+        .map(|st| st.name.clone())
+        .collect()
+}
+
+/// Statements writing the value `val` (a place expression such as `self.x`) to `w`; arrays of
+/// the `small` structs go through a stack buffer.
+fn write_stmts(
+    f: &Field,
+    val: &str,
+    w: &str,
+    valid: &Range,
+    indent: &str,
+    small: &[String],
+) -> String {
     let what = snake(&f.name);
     let mut s = String::new();
     let opt = is_option(f);
@@ -315,18 +343,38 @@ fn write_stmts(f: &Field, val: &str, w: &str, valid: &Range, indent: &str) -> St
                 Ty::String => format!("put_string({w}, e, flexible, {what:?})?;"),
                 _ => scalar(inner, deref),
             };
+            let buffered = matches!(&**inner, Ty::Struct(n) if small.contains(n));
+            let each = |v: &str| {
+                if buffered {
+                    format!(
+                        "let mut bw = BufferedWriter::<_, {ARRAY_BUFFER}>::new(&mut *{w});\n{indent}    \
+                         for e in {v} {{ e.encode(&mut bw, version)?; }}\n{indent}    bw.finish();"
+                    )
+                } else {
+                    format!("for e in {v} {{ {body} }}")
+                }
+            };
             if opt {
+                let each = each("v").replace("\n", "\n    ");
                 let _ = writeln!(
                     s,
                     "{indent}match &{val} {{\n{indent}    None => put_array_len({w}, None, flexible, {what:?})?,\n\
                      {indent}    Some(v) => {{\n{indent}        put_array_len({w}, Some(v.len()), flexible, {what:?})?;\n\
-                     {indent}        for e in v {{ {body} }}\n{indent}    }}\n{indent}}}"
+                     {indent}        {each}\n{indent}    }}\n{indent}}}"
+                );
+            } else if buffered {
+                let _ = writeln!(
+                    s,
+                    "{indent}put_array_len({w}, Some({val}.len()), flexible, {what:?})?;\n\
+                     {indent}{{\n{indent}    {}\n{indent}}}",
+                    each(&format!("&{val}"))
                 );
             } else {
                 let _ = writeln!(
                     s,
                     "{indent}put_array_len({w}, Some({val}.len()), flexible, {what:?})?;\n\
-                     {indent}for e in &{val} {{ {body} }}"
+                     {indent}{}",
+                    each(&format!("&{val}"))
                 );
             }
         }
@@ -373,8 +421,8 @@ fn fixed_runs(fields: &[&Field], valid: &Range) -> Vec<(usize, usize)> {
     runs
 }
 
-/// Statements reading a run of fixed-width fields with one length check.
-fn read_fixed_run(run: &[&Field]) -> String {
+/// Statements reading a run of fixed-width fields from `buf` with one length check.
+fn read_fixed_run(run: &[&Field], buf: &str) -> String {
     let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
     let mut fast = String::new();
     let mut slow = String::new();
@@ -401,13 +449,116 @@ fn read_fixed_run(run: &[&Field]) -> String {
         let _ = writeln!(
             slow,
             "                this.{fname} = {}?;",
-            read_scalar(&f.ty, "buf", &fname)
+            read_scalar(&f.ty, buf, &fname)
         );
         o += n;
     }
     format!(
-        "        {{\n            let c = buf.chunk();\n            if c.len() >= {total} {{\n{fast}                buf.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
+        "        {{\n            let c = {buf}.chunk();\n            if c.len() >= {total} {{\n{fast}                {buf}.advance({total});\n            }} else {{\n{slow}            }}\n        }}\n"
     )
+}
+
+/// Statements writing a run of fixed-width fields as one array.
+fn write_fixed_run(run: &[&Field]) -> String {
+    let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
+    let mut s = format!("        {{\n            let mut run = [0u8; {total}];\n");
+    let mut o = 0;
+    for f in run {
+        let n = fixed_size(&f.ty).unwrap_or(0);
+        let fname = snake(&f.name);
+        let bytes = match f.ty {
+            Ty::Bool => format!("[u8::from(self.{fname})]"),
+            Ty::Uuid => format!("self.{fname}.0"),
+            _ => format!("self.{fname}.to_be_bytes()"),
+        };
+        let _ = writeln!(
+            s,
+            "            run[{o}..{}].copy_from_slice(&{bytes});",
+            o + n
+        );
+        o += n;
+    }
+    s.push_str("            w.write_slice(&run);\n        }\n");
+    s
+}
+
+/// Whether a field of type `t` is read without byte strings: fixed-width, or an array of
+/// fixed-width elements (such fields can be read from a plain byte slice).
+fn is_plain(t: &Ty) -> bool {
+    match t {
+        Ty::Array(inner) => fixed_size(inner).is_some(),
+        t => fixed_size(t).is_some(),
+    }
+}
+
+/// Runs of consecutive plain fields (see [`is_plain`]) present at some valid version, as
+/// (start, end) indexes into `fields`: two or more fields, or one at the end of the struct
+/// when the struct has flexible versions (the run then also reads the tag count).
+fn plain_runs(fields: &[&Field], valid: &Range, has_flexible: bool) -> Vec<(usize, usize)> {
+    let plain = |f: &Field| is_plain(&f.ty) && !matches!(cond(&f.versions, valid), Cond::Never);
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        if plain(fields[i]) {
+            let mut j = i;
+            while j < fields.len()
+                && (plain(fields[j]) || matches!(cond(&fields[j].versions, valid), Cond::Never))
+            {
+                j += 1;
+            }
+            if j - i >= 2 || (j == fields.len() && has_flexible) {
+                runs.push((i, j));
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    runs
+}
+
+/// Statements reading `fields` from `buf` (runs of fixed-width fields with one length check).
+fn read_fields(out: &mut String, fields: &[&Field], valid: &Range, buf: &str) {
+    let runs = fixed_runs(fields, valid);
+    for (i, f) in fields.iter().enumerate() {
+        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&read_fixed_run(&fields[a..b], buf));
+            }
+            continue;
+        }
+        let fname = snake(&f.name);
+        match cond(&f.versions, valid) {
+            Cond::Never => {}
+            Cond::Always => {
+                let _ = writeln!(
+                    out,
+                    "        this.{fname} = {};",
+                    read_expr(f, buf, &valid.and(&f.versions))
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    out,
+                    "        if {e} {{\n            this.{fname} = {};\n        }}",
+                    read_expr(f, buf, &valid.and(&f.versions))
+                );
+            }
+        }
+    }
+}
+
+/// `text` with every non-empty line indented four more spaces.
+fn indent4(text: &str) -> String {
+    let mut s = String::new();
+    for line in text.lines() {
+        if !line.is_empty() {
+            s.push_str("    ");
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
 }
 
 fn doc(s: &mut String, indent: &str, text: &str) {
@@ -534,36 +685,37 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     );
     let _ = writeln!(out, "        let flexible = {flex_test};");
     let non_tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_none()).collect();
-    let runs = fixed_runs(&non_tagged, valid);
-    for (i, f) in non_tagged.iter().enumerate() {
-        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
-            if a == i {
-                out.push_str(&read_fixed_run(&non_tagged[a..b]));
-            }
+    // Runs of plain fields are read over the input chunk as a byte slice (one advance per run);
+    // a run at the end of the struct also reads the tag count, which it returns.
+    let runs = plain_runs(&non_tagged, valid, !spec.flexible.is_empty());
+    let mut tag_count_read = false;
+    let mut i = 0;
+    while i < non_tagged.len() {
+        let Some(&(a, b)) = runs.iter().find(|r| r.0 == i) else {
+            read_fields(out, &non_tagged[i..=i], valid, "buf");
+            i += 1;
             continue;
+        };
+        let mut body = String::new();
+        read_fields(&mut body, &non_tagged[a..b], valid, "b");
+        if b == non_tagged.len() && !spec.flexible.is_empty() {
+            tag_count_read = true;
+            body.push_str("        if flexible { get_uvarint(b)? } else { 0 }\n");
+            out.push_str("        let tag_count = over_chunk!(buf, |b| {\n");
+        } else {
+            out.push_str("        over_chunk!(buf, |b| {\n");
         }
-        let fname = snake(&f.name);
-        match cond(&f.versions, valid) {
-            Cond::Never => {}
-            Cond::Always => {
-                let _ = writeln!(
-                    out,
-                    "        this.{fname} = {};",
-                    read_expr(f, "buf", &valid.and(&f.versions))
-                );
-            }
-            Cond::Expr(e) => {
-                let _ = writeln!(
-                    out,
-                    "        if {e} {{\n            this.{fname} = {};\n        }}",
-                    read_expr(f, "buf", &valid.and(&f.versions))
-                );
-            }
-        }
+        out.push_str(&indent4(&body));
+        out.push_str("        });\n");
+        i = b;
     }
     let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
     tagged.sort_by_key(|f| f.tag.map(|t| t.0));
-    out.push_str("        if flexible {\n            let n = get_uvarint(buf)?;\n            for _ in 0..n {\n");
+    if tag_count_read {
+        out.push_str("        {\n            for _ in 0..tag_count {\n");
+    } else {
+        out.push_str("        if flexible {\n            let tag_count = get_uvarint(buf)?;\n            for _ in 0..tag_count {\n");
+    }
     out.push_str("                let (tag, size) = get_tag_header(buf)?;\n");
     let mut arms = String::new();
     for f in &tagged {
@@ -606,13 +758,22 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     out.push_str("        Ok(())\n    }\n}\n\n");
 
     // Encode
+    let small = small_structs(spec);
     let _ = writeln!(
         out,
         "impl Encode for {name} {{\n    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
     );
     out.push_str(&api_key_check("EncodeError"));
     let _ = writeln!(out, "        let flexible = {flex_test};");
-    for f in &non_tagged {
+    // Runs of always-present fixed-width fields go out as one write of a stack array.
+    let write_runs = fixed_runs(&non_tagged, valid);
+    for (i, f) in non_tagged.iter().enumerate() {
+        if let Some(&(a, b)) = write_runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                out.push_str(&write_fixed_run(&non_tagged[a..b]));
+            }
+            continue;
+        }
         let fname = snake(&f.name);
         let val = format!("self.{fname}");
         let not_in = if f.ignorable {
@@ -630,6 +791,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
                 "w",
                 &valid.and(&f.versions),
                 "        ",
+                &small,
             )),
             Cond::Never => {
                 if let Some(n) = not_in {
@@ -644,6 +806,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
                     "w",
                     &valid.and(&f.versions),
                     "            ",
+                    &small,
                 ));
                 match not_in {
                     Some(n) => {
@@ -698,8 +861,8 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             let _ = writeln!(
                 out,
                 "            if has_{fname} {{\n                put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, {tag});\n                w.write_unsigned_varint({tag});\n                let mut c = LenCounter(0);\n                {{\n                    let w = &mut c;\n{}                }}\n                w.write_unsigned_varint(c.0 as u32);\n{}            }}",
-                write_stmts(f, &val, "w", &valid.and(&f.versions), "                    "),
-                write_stmts(f, &val, "w", &valid.and(&f.versions), "                ")
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                    ", &small),
+                write_stmts(f, &val, "w", &valid.and(&f.versions), "                ", &small)
             );
         }
         out.push_str(
@@ -783,7 +946,7 @@ pub fn message_file(spec: &Spec) -> Result<String, String> {
         "\n//! `{}` ({what}): versions {}, flexible versions {flex}.\n\n\
          #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports{extra_allow})]\n\n\
          use bytes::{{Buf, Bytes}};\nuse bytestring::ByteString;\n\n\
-         use crate::api::ApiKey;\nuse crate::encode::{{DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
+         use crate::api::ApiKey;\nuse crate::encode::{{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
          use crate::primitives::*;\nuse crate::varint::get_unsigned_varint;\nuse crate::{{DecodeError, EncodeError}};\n",
         spec.name,
         range_text(&spec.valid)

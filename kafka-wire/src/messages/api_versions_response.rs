@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -100,12 +100,14 @@ impl ApiVersionsResponse {
         let flexible = version >= 3;
         this.error_code = get_i16(buf)?;
         this.api_keys = get_struct_array(buf, flexible, ApiVersion::min_len(version), "api_keys", |b, slot: &mut ApiVersion| ApiVersion::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 3 => {
@@ -136,7 +138,11 @@ impl Encode for ApiVersionsResponse {
         let flexible = version >= 3;
         w.write_i16(self.error_code);
         put_array_len(w, Some(self.api_keys.len()), flexible, "api_keys")?;
-        for e in &self.api_keys { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.api_keys { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 1 {
             w.write_i32(self.throttle_time_ms);
         }
@@ -156,11 +162,19 @@ impl Encode for ApiVersionsResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
-                    for e in &self.supported_features { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
-                for e in &self.supported_features { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             if has_finalized_features_epoch {
                 put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, 1);
@@ -180,11 +194,19 @@ impl Encode for ApiVersionsResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
-                    for e in &self.finalized_features { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
-                for e in &self.finalized_features { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             if has_zk_migration_ready {
                 put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, 3);
@@ -300,22 +322,24 @@ impl ApiVersion {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 3;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.api_key = i16::from_be_bytes([c[0], c[1]]);
-                this.min_version = i16::from_be_bytes([c[2], c[3]]);
-                this.max_version = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.api_key = get_i16(buf)?;
-                this.min_version = get_i16(buf)?;
-                this.max_version = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.api_key = i16::from_be_bytes([c[0], c[1]]);
+                    this.min_version = i16::from_be_bytes([c[2], c[3]]);
+                    this.max_version = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.api_key = get_i16(b)?;
+                    this.min_version = get_i16(b)?;
+                    this.max_version = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -327,9 +351,13 @@ impl ApiVersion {
 impl Encode for ApiVersion {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
-        w.write_i16(self.api_key);
-        w.write_i16(self.min_version);
-        w.write_i16(self.max_version);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.api_key.to_be_bytes());
+            run[2..4].copy_from_slice(&self.min_version.to_be_bytes());
+            run[4..6].copy_from_slice(&self.max_version.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -422,15 +450,17 @@ impl SupportedFeatureKey {
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 3 {
-            this.min_version = get_i16(buf)?;
-        }
-        if version >= 3 {
-            this.max_version = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.min_version = get_i16(b)?;
+            }
+            if version >= 3 {
+                this.max_version = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -555,15 +585,17 @@ impl FinalizedFeatureKey {
         if version >= 3 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 3 {
-            this.max_version_level = get_i16(buf)?;
-        }
-        if version >= 3 {
-            this.min_version_level = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.max_version_level = get_i16(b)?;
+            }
+            if version >= 3 {
+                this.min_version_level = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

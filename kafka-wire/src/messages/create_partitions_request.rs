@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,20 +77,22 @@ impl CreatePartitionsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topics = get_struct_array(buf, flexible, CreatePartitionsTopic::min_len(version), "topics", |b, slot: &mut CreatePartitionsTopic| CreatePartitionsTopic::decode_into(slot, b, version))?;
-        {
-            let c = buf.chunk();
-            if c.len() >= 5 {
-                this.timeout_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.validate_only = c[4] != 0;
-                buf.advance(5);
-            } else {
-                this.timeout_ms = get_i32(buf)?;
-                this.validate_only = get_bool(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 5 {
+                    this.timeout_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.validate_only = c[4] != 0;
+                    b.advance(5);
+                } else {
+                    this.timeout_ms = get_i32(b)?;
+                    this.validate_only = get_bool(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -107,8 +109,12 @@ impl Encode for CreatePartitionsRequest {
         let flexible = version >= 2;
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
-        w.write_i32(self.timeout_ms);
-        put_bool(w, self.validate_only);
+        {
+            let mut run = [0u8; 5];
+            run[0..4].copy_from_slice(&self.timeout_ms.to_be_bytes());
+            run[4..5].copy_from_slice(&[u8::from(self.validate_only)]);
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -187,10 +193,12 @@ impl CreatePartitionsAssignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        this.broker_ids = get_int32_array(buf, flexible, "broker_ids")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -288,8 +296,8 @@ impl CreatePartitionsTopic {
         this.count = get_i32(buf)?;
         this.assignments = get_nullable_struct_array(buf, flexible, CreatePartitionsAssignment::min_len(version), "assignments", |b, slot: &mut CreatePartitionsAssignment| CreatePartitionsAssignment::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -307,7 +315,9 @@ impl Encode for CreatePartitionsTopic {
             None => put_array_len(w, None, flexible, "assignments")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "assignments")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         if flexible {

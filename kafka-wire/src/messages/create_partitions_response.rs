@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -73,8 +73,8 @@ impl CreatePartitionsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.results = get_struct_array(buf, flexible, CreatePartitionsTopicResult::min_len(version), "results", |b, slot: &mut CreatePartitionsTopicResult| CreatePartitionsTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -91,7 +91,11 @@ impl Encode for CreatePartitionsResponse {
         let flexible = version >= 2;
         w.write_i32(self.throttle_time_ms);
         put_array_len(w, Some(self.results.len()), flexible, "results")?;
-        for e in &self.results { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.results { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -185,8 +189,8 @@ impl CreatePartitionsTopicResult {
         this.error_code = get_i16(buf)?;
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

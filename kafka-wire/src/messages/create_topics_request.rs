@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -79,13 +79,15 @@ impl CreateTopicsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.topics = get_struct_array(buf, flexible, CreatableTopic::min_len(version), "topics", |b, slot: &mut CreatableTopic| CreatableTopic::decode_into(slot, b, version))?;
-        this.timeout_ms = get_i32(buf)?;
-        if version >= 1 {
-            this.validate_only = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if version >= 1 {
+                this.validate_only = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -194,11 +196,13 @@ impl CreatableReplicaAssignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
-        this.partition_index = get_i32(buf)?;
-        this.broker_ids = get_int32_array(buf, flexible, "broker_ids")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -291,8 +295,8 @@ impl CreatableTopicConfig {
         this.name = get_string(buf, flexible, "name")?;
         this.value = get_nullable_string(buf, flexible, "value")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -401,22 +405,24 @@ impl CreatableTopic {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.name = get_string(buf, flexible, "name")?;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.num_partitions = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.replication_factor = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.num_partitions = get_i32(buf)?;
-                this.replication_factor = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.num_partitions = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.replication_factor = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.num_partitions = get_i32(b)?;
+                    this.replication_factor = get_i16(b)?;
+                }
             }
-        }
+        });
         this.assignments = get_struct_array(buf, flexible, CreatableReplicaAssignment::min_len(version), "assignments", |b, slot: &mut CreatableReplicaAssignment| CreatableReplicaAssignment::decode_into(slot, b, version))?;
         this.configs = get_struct_array(buf, flexible, CreatableTopicConfig::min_len(version), "configs", |b, slot: &mut CreatableTopicConfig| CreatableTopicConfig::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -429,12 +435,24 @@ impl Encode for CreatableTopic {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         put_string(w, &self.name, flexible, "name")?;
-        w.write_i32(self.num_partitions);
-        w.write_i16(self.replication_factor);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.num_partitions.to_be_bytes());
+            run[4..6].copy_from_slice(&self.replication_factor.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_array_len(w, Some(self.assignments.len()), flexible, "assignments")?;
-        for e in &self.assignments { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.assignments { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         put_array_len(w, Some(self.configs.len()), flexible, "configs")?;
-        for e in &self.configs { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.configs { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl CreateTopicsResponse {
         }
         this.topics = get_struct_array(buf, flexible, CreatableTopicResult::min_len(version), "topics", |b, slot: &mut CreatableTopicResult| CreatableTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -217,18 +217,20 @@ impl CreatableTopicConfigs {
         if version >= 5 {
             this.value = get_nullable_string(buf, flexible, "value")?;
         }
-        if version >= 5 {
-            this.read_only = get_bool(buf)?;
-        }
-        if version >= 5 {
-            this.config_source = get_i8(buf)?;
-        }
-        if version >= 5 {
-            this.is_sensitive = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 5 {
+                this.read_only = get_bool(b)?;
+            }
+            if version >= 5 {
+                this.config_source = get_i8(b)?;
+            }
+            if version >= 5 {
+                this.is_sensitive = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -398,25 +400,29 @@ impl CreatableTopicResult {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.name = get_string(buf, flexible, "name")?;
-        if version >= 7 {
-            this.topic_id = get_uuid(buf)?;
-        }
-        this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 7 {
+                this.topic_id = get_uuid(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
         if version >= 1 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
-        if version >= 5 {
-            this.num_partitions = get_i32(buf)?;
-        }
-        if version >= 5 {
-            this.replication_factor = get_i16(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 5 {
+                this.num_partitions = get_i32(b)?;
+            }
+            if version >= 5 {
+                this.replication_factor = get_i16(b)?;
+            }
+        });
         if version >= 5 {
             this.configs = get_nullable_struct_array(buf, flexible, CreatableTopicConfigs::min_len(version), "configs", |b, slot: &mut CreatableTopicConfigs| CreatableTopicConfigs::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 5 => {
@@ -452,7 +458,9 @@ impl Encode for CreatableTopicResult {
                 None => put_array_len(w, None, flexible, "configs")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "configs")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -71,10 +71,12 @@ impl DeleteRecordsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topics = get_struct_array(buf, flexible, DeleteRecordsTopic::min_len(version), "topics", |b, slot: &mut DeleteRecordsTopic| DeleteRecordsTopic::decode_into(slot, b, version))?;
-        this.timeout_ms = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -175,20 +177,22 @@ impl DeleteRecordsPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        {
-            let c = buf.chunk();
-            if c.len() >= 12 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.offset = i64::from_be_bytes([c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]]);
-                buf.advance(12);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.offset = get_i64(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 12 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.offset = i64::from_be_bytes([c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]]);
+                    b.advance(12);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.offset = get_i64(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -200,8 +204,12 @@ impl DeleteRecordsPartition {
 impl Encode for DeleteRecordsPartition {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        w.write_i32(self.partition_index);
-        w.write_i64(self.offset);
+        {
+            let mut run = [0u8; 12];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..12].copy_from_slice(&self.offset.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -281,8 +289,8 @@ impl DeleteRecordsTopic {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, DeleteRecordsPartition::min_len(version), "partitions", |b, slot: &mut DeleteRecordsPartition| DeleteRecordsPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -296,7 +304,11 @@ impl Encode for DeleteRecordsTopic {
         let flexible = version >= 2;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -73,8 +73,8 @@ impl DeleteRecordsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.topics = get_struct_array(buf, flexible, DeleteRecordsTopicResult::min_len(version), "topics", |b, slot: &mut DeleteRecordsTopicResult| DeleteRecordsTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -181,22 +181,24 @@ impl DeleteRecordsPartitionResult {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        {
-            let c = buf.chunk();
-            if c.len() >= 14 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.low_watermark = i64::from_be_bytes([c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]]);
-                this.error_code = i16::from_be_bytes([c[12], c[13]]);
-                buf.advance(14);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.low_watermark = get_i64(buf)?;
-                this.error_code = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 14 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.low_watermark = i64::from_be_bytes([c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]]);
+                    this.error_code = i16::from_be_bytes([c[12], c[13]]);
+                    b.advance(14);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.low_watermark = get_i64(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -208,9 +210,13 @@ impl DeleteRecordsPartitionResult {
 impl Encode for DeleteRecordsPartitionResult {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        w.write_i32(self.partition_index);
-        w.write_i64(self.low_watermark);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..12].copy_from_slice(&self.low_watermark.to_be_bytes());
+            run[12..14].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -291,8 +297,8 @@ impl DeleteRecordsTopicResult {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, DeleteRecordsPartitionResult::min_len(version), "partitions", |b, slot: &mut DeleteRecordsPartitionResult| DeleteRecordsPartitionResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -306,7 +312,11 @@ impl Encode for DeleteRecordsTopicResult {
         let flexible = version >= 2;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

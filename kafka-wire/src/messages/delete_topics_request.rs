@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -86,10 +86,12 @@ impl DeleteTopicsRequest {
         if version <= 5 {
             this.topic_names = get_array(buf, flexible, if flexible { 1 } else { 2 }, "topic_names", |b| get_string(b, flexible, "topic_names"))?;
         }
-        this.timeout_ms = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -106,7 +108,11 @@ impl Encode for DeleteTopicsRequest {
         let flexible = version >= 4;
         if version >= 6 {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
-            for e in &self.topics { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.topics { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.topics.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "topics", version });
             }
@@ -210,12 +216,14 @@ impl DeleteTopicState {
         if version >= 6 {
             this.name = get_nullable_string(buf, flexible, "name")?;
         }
-        if version >= 6 {
-            this.topic_id = get_uuid(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 6 {
+                this.topic_id = get_uuid(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl DeleteTopicsResponse {
         }
         this.responses = get_struct_array(buf, flexible, DeletableTopicResult::min_len(version), "responses", |b, slot: &mut DeletableTopicResult| DeletableTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -97,7 +97,11 @@ impl Encode for DeleteTopicsResponse {
             w.write_i32(self.throttle_time_ms);
         }
         put_array_len(w, Some(self.responses.len()), flexible, "responses")?;
-        for e in &self.responses { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.responses { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -200,16 +204,18 @@ impl DeletableTopicResult {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
         this.name = if version >= 6 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
-        if version >= 6 {
-            this.topic_id = get_uuid(buf)?;
-        }
-        this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 6 {
+                this.topic_id = get_uuid(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
         if version >= 5 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -108,17 +108,19 @@ impl DescribeClusterResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.throttle_time_ms = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.throttle_time_ms = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
+        });
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         if version >= 1 {
             this.endpoint_type = get_i8(buf)?;
@@ -126,10 +128,12 @@ impl DescribeClusterResponse {
         this.cluster_id = get_string(buf, flexible, "cluster_id")?;
         this.controller_id = get_i32(buf)?;
         this.brokers = get_struct_array(buf, flexible, DescribeClusterBroker::min_len(version), "brokers", |b, slot: &mut DescribeClusterBroker| DescribeClusterBroker::decode_into(slot, b, version))?;
-        this.cluster_authorized_operations = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.cluster_authorized_operations = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -144,8 +148,12 @@ impl Encode for DescribeClusterResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 60, version });
         }
         let flexible = version >= 0;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         if version >= 1 {
             w.write_i8(self.endpoint_type);
@@ -155,7 +163,11 @@ impl Encode for DescribeClusterResponse {
         put_string(w, &self.cluster_id, flexible, "cluster_id")?;
         w.write_i32(self.controller_id);
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
-        for e in &self.brokers { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         w.write_i32(self.cluster_authorized_operations);
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
@@ -265,8 +277,8 @@ impl DescribeClusterBroker {
         this.port = get_i32(buf)?;
         this.rack = get_nullable_string(buf, flexible, "rack")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -81,15 +81,17 @@ impl DescribeConfigsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
         this.resources = get_struct_array(buf, flexible, DescribeConfigsResource::min_len(version), "resources", |b, slot: &mut DescribeConfigsResource| DescribeConfigsResource::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.include_synonyms = get_bool(buf)?;
-        }
-        if version >= 3 {
-            this.include_documentation = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.include_synonyms = get_bool(b)?;
+            }
+            if version >= 3 {
+                this.include_documentation = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -105,7 +107,11 @@ impl Encode for DescribeConfigsRequest {
         }
         let flexible = version >= 4;
         put_array_len(w, Some(self.resources.len()), flexible, "resources")?;
-        for e in &self.resources { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.resources { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 1 {
             put_bool(w, self.include_synonyms);
         } else if self.include_synonyms {
@@ -214,8 +220,8 @@ impl DescribeConfigsResource {
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         this.configuration_keys = get_nullable_array(buf, flexible, if flexible { 1 } else { 2 }, "configuration_keys", |b| get_string(b, flexible, "configuration_keys"))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

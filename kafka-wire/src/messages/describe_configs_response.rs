@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -73,8 +73,8 @@ impl DescribeConfigsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.results = get_struct_array(buf, flexible, DescribeConfigsResult::min_len(version), "results", |b, slot: &mut DescribeConfigsResult| DescribeConfigsResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -193,12 +193,14 @@ impl DescribeConfigsSynonym {
         if version >= 1 {
             this.value = get_nullable_string(buf, flexible, "value")?;
         }
-        if version >= 1 {
-            this.source = get_i8(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.source = get_i8(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -362,14 +364,16 @@ impl DescribeConfigsResourceResult {
         let flexible = version >= 4;
         this.name = get_string(buf, flexible, "name")?;
         this.value = get_nullable_string(buf, flexible, "value")?;
-        this.read_only = get_bool(buf)?;
-        if version <= 0 {
-            this.is_default = get_bool(buf)?;
-        }
-        if version >= 1 {
-            this.config_source = get_i8(buf)?;
-        }
-        this.is_sensitive = get_bool(buf)?;
+        over_chunk!(buf, |b| {
+            this.read_only = get_bool(b)?;
+            if version <= 0 {
+                this.is_default = get_bool(b)?;
+            }
+            if version >= 1 {
+                this.config_source = get_i8(b)?;
+            }
+            this.is_sensitive = get_bool(b)?;
+        });
         if version >= 1 {
             this.synonyms = get_struct_array(buf, flexible, DescribeConfigsSynonym::min_len(version), "synonyms", |b, slot: &mut DescribeConfigsSynonym| DescribeConfigsSynonym::decode_into(slot, b, version))?;
         }
@@ -380,8 +384,8 @@ impl DescribeConfigsResourceResult {
             this.documentation = get_nullable_string(buf, flexible, "documentation")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -407,7 +411,11 @@ impl Encode for DescribeConfigsResourceResult {
         put_bool(w, self.is_sensitive);
         if version >= 1 {
             put_array_len(w, Some(self.synonyms.len()), flexible, "synonyms")?;
-            for e in &self.synonyms { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.synonyms { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         }
         if version >= 3 {
             w.write_i8(self.config_type);
@@ -532,8 +540,8 @@ impl DescribeConfigsResult {
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         this.configs = get_struct_array(buf, flexible, DescribeConfigsResourceResult::min_len(version), "configs", |b, slot: &mut DescribeConfigsResourceResult| DescribeConfigsResourceResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl DescribeGroupsResponse {
         }
         this.groups = get_struct_array(buf, flexible, DescribedGroup::min_len(version), "groups", |b, slot: &mut DescribedGroup| DescribedGroup::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -218,8 +218,8 @@ impl DescribedGroupMember {
         this.member_metadata = get_bytes(buf, flexible, "member_metadata")?;
         this.member_assignment = get_bytes(buf, flexible, "member_assignment")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -359,12 +359,14 @@ impl DescribedGroup {
         this.protocol_type = get_string(buf, flexible, "protocol_type")?;
         this.protocol_data = get_string(buf, flexible, "protocol_data")?;
         this.members = get_struct_array(buf, flexible, DescribedGroupMember::min_len(version), "members", |b, slot: &mut DescribedGroupMember| DescribedGroupMember::decode_into(slot, b, version))?;
-        if version >= 3 {
-            this.authorized_operations = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.authorized_operations = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

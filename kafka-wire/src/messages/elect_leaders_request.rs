@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -82,10 +82,12 @@ impl ElectLeadersRequest {
             this.election_type = get_i8(buf)?;
         }
         this.topic_partitions = get_nullable_struct_array(buf, flexible, TopicPartitions::min_len(version), "topic_partitions", |b, slot: &mut TopicPartitions| TopicPartitions::decode_into(slot, b, version))?;
-        this.timeout_ms = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -109,7 +111,9 @@ impl Encode for ElectLeadersRequest {
             None => put_array_len(w, None, flexible, "topic_partitions")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topic_partitions")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         w.write_i32(self.timeout_ms);
@@ -200,10 +204,12 @@ impl TopicPartitions {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topic = get_string(buf, flexible, "topic")?;
-        this.partitions = get_int32_array(buf, flexible, "partitions")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partitions = get_int32_array(b, flexible, "partitions")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

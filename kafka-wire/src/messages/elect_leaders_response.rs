@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -78,14 +78,16 @@ impl ElectLeadersResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        this.throttle_time_ms = get_i32(buf)?;
-        if version >= 1 {
-            this.error_code = get_i16(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.throttle_time_ms = get_i32(b)?;
+            if version >= 1 {
+                this.error_code = get_i16(b)?;
+            }
+        });
         this.replica_election_results = get_struct_array(buf, flexible, ReplicaElectionResult::min_len(version), "replica_election_results", |b, slot: &mut ReplicaElectionResult| ReplicaElectionResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -200,21 +202,23 @@ impl PartitionResult {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_id = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_id = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_id = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_id = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
+        });
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -226,8 +230,12 @@ impl PartitionResult {
 impl Encode for PartitionResult {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        w.write_i32(self.partition_id);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_id.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
@@ -309,8 +317,8 @@ impl ReplicaElectionResult {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partition_result = get_struct_array(buf, flexible, PartitionResult::min_len(version), "partition_result", |b, slot: &mut PartitionResult| PartitionResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -324,7 +332,11 @@ impl Encode for ReplicaElectionResult {
         let flexible = version >= 2;
         put_string(w, &self.topic, flexible, "topic")?;
         put_array_len(w, Some(self.partition_result.len()), flexible, "partition_result")?;
-        for e in &self.partition_result { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partition_result { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

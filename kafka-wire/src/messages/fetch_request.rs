@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -142,32 +142,34 @@ impl FetchRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version <= 14 {
-            this.replica_id = get_i32(buf)?;
-        }
-        {
-            let c = buf.chunk();
-            if c.len() >= 8 {
-                this.max_wait_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.min_bytes = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
-                buf.advance(8);
-            } else {
-                this.max_wait_ms = get_i32(buf)?;
-                this.min_bytes = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            if version <= 14 {
+                this.replica_id = get_i32(b)?;
             }
-        }
-        if version >= 3 {
-            this.max_bytes = get_i32(buf)?;
-        }
-        if version >= 4 {
-            this.isolation_level = get_i8(buf)?;
-        }
-        if version >= 7 {
-            this.session_id = get_i32(buf)?;
-        }
-        if version >= 7 {
-            this.session_epoch = get_i32(buf)?;
-        }
+            {
+                let c = b.chunk();
+                if c.len() >= 8 {
+                    this.max_wait_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.min_bytes = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                    b.advance(8);
+                } else {
+                    this.max_wait_ms = get_i32(b)?;
+                    this.min_bytes = get_i32(b)?;
+                }
+            }
+            if version >= 3 {
+                this.max_bytes = get_i32(b)?;
+            }
+            if version >= 4 {
+                this.isolation_level = get_i8(b)?;
+            }
+            if version >= 7 {
+                this.session_id = get_i32(b)?;
+            }
+            if version >= 7 {
+                this.session_epoch = get_i32(b)?;
+            }
+        });
         this.topics = get_struct_array(buf, flexible, FetchTopic::min_len(version), "topics", |b, slot: &mut FetchTopic| FetchTopic::decode_into(slot, b, version))?;
         if version >= 7 {
             this.forgotten_topics_data = get_struct_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b, slot: &mut ForgottenTopic| ForgottenTopic::decode_into(slot, b, version))?;
@@ -176,8 +178,8 @@ impl FetchRequest {
             this.rack_id = get_string(buf, flexible, "rack_id")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 12 => {
@@ -205,8 +207,12 @@ impl Encode for FetchRequest {
         } else if self.replica_id != -1 {
                 return Err(EncodeError::FieldNotInVersion { field: "replica_id", version });
             }
-        w.write_i32(self.max_wait_ms);
-        w.write_i32(self.min_bytes);
+        {
+            let mut run = [0u8; 8];
+            run[0..4].copy_from_slice(&self.max_wait_ms.to_be_bytes());
+            run[4..8].copy_from_slice(&self.min_bytes.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 3 {
             w.write_i32(self.max_bytes);
         }
@@ -223,7 +229,11 @@ impl Encode for FetchRequest {
         for e in &self.topics { e.encode(w, version)?; }
         if version >= 7 {
             put_array_len(w, Some(self.forgotten_topics_data.len()), flexible, "forgotten_topics_data")?;
-            for e in &self.forgotten_topics_data { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.forgotten_topics_data { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.forgotten_topics_data.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "forgotten_topics_data", version });
             }
@@ -376,15 +386,17 @@ impl ReplicaState {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version >= 15 {
-            this.replica_id = get_i32(buf)?;
-        }
-        if version >= 15 {
-            this.replica_epoch = get_i64(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 15 {
+                this.replica_id = get_i32(b)?;
+            }
+            if version >= 15 {
+                this.replica_epoch = get_i64(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -521,21 +533,23 @@ impl FetchPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        this.partition = get_i32(buf)?;
-        if version >= 9 {
-            this.current_leader_epoch = get_i32(buf)?;
-        }
-        this.fetch_offset = get_i64(buf)?;
-        if version >= 12 {
-            this.last_fetched_epoch = get_i32(buf)?;
-        }
-        if version >= 5 {
-            this.log_start_offset = get_i64(buf)?;
-        }
-        this.partition_max_bytes = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition = get_i32(b)?;
+            if version >= 9 {
+                this.current_leader_epoch = get_i32(b)?;
+            }
+            this.fetch_offset = get_i64(b)?;
+            if version >= 12 {
+                this.last_fetched_epoch = get_i32(b)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = get_i64(b)?;
+            }
+            this.partition_max_bytes = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 17 => {
@@ -689,8 +703,8 @@ impl FetchTopic {
         }
         this.partitions = get_struct_array(buf, flexible, FetchPartition::min_len(version), "partitions", |b, slot: &mut FetchPartition| FetchPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -709,7 +723,11 @@ impl Encode for FetchTopic {
             put_uuid(w, &self.topic_id);
         }
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -806,15 +824,17 @@ impl ForgottenTopic {
         if (7..=12).contains(&version) {
             this.topic = get_string(buf, flexible, "topic")?;
         }
-        if version >= 13 {
-            this.topic_id = get_uuid(buf)?;
-        }
-        if version >= 7 {
-            this.partitions = get_int32_array(buf, flexible, "partitions")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 13 {
+                this.topic_id = get_uuid(b)?;
+            }
+            if version >= 7 {
+                this.partitions = get_int32_array(b, flexible, "partitions")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -93,19 +93,21 @@ impl FetchResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if version >= 7 {
-            this.error_code = get_i16(buf)?;
-        }
-        if version >= 7 {
-            this.session_id = get_i32(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if version >= 7 {
+                this.error_code = get_i16(b)?;
+            }
+            if version >= 7 {
+                this.session_id = get_i32(b)?;
+            }
+        });
         this.responses = get_struct_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b, slot: &mut FetchableTopicResponse| FetchableTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 16 => {
@@ -151,11 +153,19 @@ impl Encode for FetchResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                    for e in &self.node_endpoints { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                for e in &self.node_endpoints { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -257,15 +267,17 @@ impl EpochEndOffset {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version >= 12 {
-            this.epoch = get_i32(buf)?;
-        }
-        if version >= 12 {
-            this.end_offset = get_i64(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 12 {
+                this.epoch = get_i32(b)?;
+            }
+            if version >= 12 {
+                this.end_offset = get_i64(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -371,15 +383,17 @@ impl LeaderIdAndEpoch {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version >= 12 {
-            this.leader_id = get_i32(buf)?;
-        }
-        if version >= 12 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 12 {
+                this.leader_id = get_i32(b)?;
+            }
+            if version >= 12 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -481,20 +495,22 @@ impl SnapshotId {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        {
-            let c = buf.chunk();
-            if c.len() >= 12 {
-                this.end_offset = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                this.epoch = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
-                buf.advance(12);
-            } else {
-                this.end_offset = get_i64(buf)?;
-                this.epoch = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 12 {
+                    this.end_offset = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                    this.epoch = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                    b.advance(12);
+                } else {
+                    this.end_offset = get_i64(b)?;
+                    this.epoch = get_i32(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -506,8 +522,12 @@ impl SnapshotId {
 impl Encode for SnapshotId {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
-        w.write_i64(self.end_offset);
-        w.write_i32(self.epoch);
+        {
+            let mut run = [0u8; 12];
+            run[0..8].copy_from_slice(&self.end_offset.to_be_bytes());
+            run[8..12].copy_from_slice(&self.epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -588,15 +608,17 @@ impl AbortedTransaction {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        if version >= 4 {
-            this.producer_id = get_i64(buf)?;
-        }
-        if version >= 4 {
-            this.first_offset = get_i64(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 4 {
+                this.producer_id = get_i64(b)?;
+            }
+            if version >= 4 {
+                this.first_offset = get_i64(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -757,25 +779,27 @@ impl PartitionData {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        {
-            let c = buf.chunk();
-            if c.len() >= 14 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
-                buf.advance(14);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
-                this.high_watermark = get_i64(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 14 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                    b.advance(14);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                    this.high_watermark = get_i64(b)?;
+                }
             }
-        }
-        if version >= 4 {
-            this.last_stable_offset = get_i64(buf)?;
-        }
-        if version >= 5 {
-            this.log_start_offset = get_i64(buf)?;
-        }
+            if version >= 4 {
+                this.last_stable_offset = get_i64(b)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = get_i64(b)?;
+            }
+        });
         if version >= 4 {
             this.aborted_transactions = get_nullable_struct_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b, slot: &mut AbortedTransaction| AbortedTransaction::decode_into(slot, b, version))?;
         }
@@ -784,8 +808,8 @@ impl PartitionData {
         }
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 12 => {
@@ -808,9 +832,13 @@ impl PartitionData {
 impl Encode for PartitionData {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
-        w.write_i64(self.high_watermark);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.high_watermark.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 4 {
             w.write_i64(self.last_stable_offset);
         }
@@ -822,7 +850,9 @@ impl Encode for PartitionData {
                 None => put_array_len(w, None, flexible, "aborted_transactions")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "aborted_transactions")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         }
@@ -998,8 +1028,8 @@ impl FetchableTopicResponse {
         }
         this.partitions = get_struct_array(buf, flexible, PartitionData::min_len(version), "partitions", |b, slot: &mut PartitionData| PartitionData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -1133,8 +1163,8 @@ impl NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -92,8 +92,8 @@ impl FindCoordinatorRequest {
             this.coordinator_keys = get_array(buf, flexible, if flexible { 1 } else { 2 }, "coordinator_keys", |b| get_string(b, flexible, "coordinator_keys"))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -114,12 +114,14 @@ impl FindCoordinatorResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 3;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if version <= 3 {
-            this.error_code = get_i16(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if version <= 3 {
+                this.error_code = get_i16(b)?;
+            }
+        });
         if (1..=3).contains(&version) {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
@@ -136,8 +138,8 @@ impl FindCoordinatorResponse {
             this.coordinators = get_struct_array(buf, flexible, Coordinator::min_len(version), "coordinators", |b, slot: &mut Coordinator| Coordinator::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -180,7 +182,11 @@ impl Encode for FindCoordinatorResponse {
             }
         if version >= 4 {
             put_array_len(w, Some(self.coordinators.len()), flexible, "coordinators")?;
-            for e in &self.coordinators { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.coordinators { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.coordinators.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "coordinators", version });
             }
@@ -331,18 +337,20 @@ impl Coordinator {
         if version >= 4 {
             this.host = get_string(buf, flexible, "host")?;
         }
-        if version >= 4 {
-            this.port = get_i32(buf)?;
-        }
-        if version >= 4 {
-            this.error_code = get_i16(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 4 {
+                this.port = get_i32(b)?;
+            }
+            if version >= 4 {
+                this.error_code = get_i16(b)?;
+            }
+        });
         if version >= 4 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

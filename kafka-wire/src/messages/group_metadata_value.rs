@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -105,8 +105,8 @@ impl GroupMetadataValue {
         }
         this.members = get_struct_array(buf, flexible, MemberMetadata::min_len(version), "members", |b, slot: &mut MemberMetadata| MemberMetadata::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -264,15 +264,17 @@ impl MemberMetadata {
         }
         this.client_id = get_string(buf, flexible, "client_id")?;
         this.client_host = get_string(buf, flexible, "client_host")?;
-        if version >= 1 {
-            this.rebalance_timeout = get_i32(buf)?;
-        }
-        this.session_timeout = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.rebalance_timeout = get_i32(b)?;
+            }
+            this.session_timeout = get_i32(b)?;
+        });
         this.subscription = get_bytes(buf, flexible, "subscription")?;
         this.assignment = get_bytes(buf, flexible, "assignment")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

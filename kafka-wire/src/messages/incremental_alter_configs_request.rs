@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -71,10 +71,12 @@ impl IncrementalAlterConfigsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 1;
         this.resources = get_struct_array(buf, flexible, AlterConfigsResource::min_len(version), "resources", |b, slot: &mut AlterConfigsResource| AlterConfigsResource::decode_into(slot, b, version))?;
-        this.validate_only = get_bool(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.validate_only = get_bool(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -185,8 +187,8 @@ impl AlterableConfig {
         this.config_operation = get_i8(buf)?;
         this.value = get_nullable_string(buf, flexible, "value")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -288,8 +290,8 @@ impl AlterConfigsResource {
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         this.configs = get_struct_array(buf, flexible, AlterableConfig::min_len(version), "configs", |b, slot: &mut AlterableConfig| AlterableConfig::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -304,7 +306,11 @@ impl Encode for AlterConfigsResource {
         w.write_i8(self.resource_type);
         put_string(w, &self.resource_name, flexible, "resource_name")?;
         put_array_len(w, Some(self.configs.len()), flexible, "configs")?;
-        for e in &self.configs { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.configs { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

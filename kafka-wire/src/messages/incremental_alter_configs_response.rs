@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -73,8 +73,8 @@ impl IncrementalAlterConfigsResponse {
         this.throttle_time_ms = get_i32(buf)?;
         this.responses = get_struct_array(buf, flexible, AlterConfigsResourceResponse::min_len(version), "responses", |b, slot: &mut AlterConfigsResourceResponse| AlterConfigsResourceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -91,7 +91,11 @@ impl Encode for IncrementalAlterConfigsResponse {
         let flexible = version >= 1;
         w.write_i32(self.throttle_time_ms);
         put_array_len(w, Some(self.responses.len()), flexible, "responses")?;
-        for e in &self.responses { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.responses { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -192,8 +196,8 @@ impl AlterConfigsResourceResponse {
         this.resource_type = get_i8(buf)?;
         this.resource_name = get_string(buf, flexible, "resource_name")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -87,16 +87,18 @@ impl InitProducerIdRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
-        this.transaction_timeout_ms = get_i32(buf)?;
-        if version >= 3 {
-            this.producer_id = get_i64(buf)?;
-        }
-        if version >= 3 {
-            this.producer_epoch = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.transaction_timeout_ms = get_i32(b)?;
+            if version >= 3 {
+                this.producer_id = get_i64(b)?;
+            }
+            if version >= 3 {
+                this.producer_epoch = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

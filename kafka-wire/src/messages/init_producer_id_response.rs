@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -82,24 +82,26 @@ impl InitProducerIdResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        {
-            let c = buf.chunk();
-            if c.len() >= 16 {
-                this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                this.producer_id = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
-                this.producer_epoch = i16::from_be_bytes([c[14], c[15]]);
-                buf.advance(16);
-            } else {
-                this.throttle_time_ms = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
-                this.producer_id = get_i64(buf)?;
-                this.producer_epoch = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 16 {
+                    this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    this.producer_id = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                    this.producer_epoch = i16::from_be_bytes([c[14], c[15]]);
+                    b.advance(16);
+                } else {
+                    this.throttle_time_ms = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                    this.producer_id = get_i64(b)?;
+                    this.producer_epoch = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -114,10 +116,14 @@ impl Encode for InitProducerIdResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 22, version });
         }
         let flexible = version >= 2;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
-        w.write_i64(self.producer_id);
-        w.write_i16(self.producer_epoch);
+        {
+            let mut run = [0u8; 16];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.producer_id.to_be_bytes());
+            run[14..16].copy_from_slice(&self.producer_epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -113,10 +113,12 @@ impl JoinGroupRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
         this.group_id = get_string(buf, flexible, "group_id")?;
-        this.session_timeout_ms = get_i32(buf)?;
-        if version >= 1 {
-            this.rebalance_timeout_ms = get_i32(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.session_timeout_ms = get_i32(b)?;
+            if version >= 1 {
+                this.rebalance_timeout_ms = get_i32(b)?;
+            }
+        });
         this.member_id = get_string(buf, flexible, "member_id")?;
         if version >= 5 {
             this.group_instance_id = get_nullable_string(buf, flexible, "group_instance_id")?;
@@ -127,8 +129,8 @@ impl JoinGroupRequest {
             this.reason = get_nullable_string(buf, flexible, "reason")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -258,8 +260,8 @@ impl JoinGroupRequestProtocol {
         this.name = get_string(buf, flexible, "name")?;
         this.metadata = get_bytes(buf, flexible, "metadata")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

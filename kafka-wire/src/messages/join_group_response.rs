@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -118,20 +118,22 @@ impl JoinGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        if version >= 2 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.error_code = i16::from_be_bytes([c[0], c[1]]);
-                this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.error_code = get_i16(buf)?;
-                this.generation_id = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 2 {
+                this.throttle_time_ms = get_i32(b)?;
             }
-        }
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                    this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.error_code = get_i16(b)?;
+                    this.generation_id = get_i32(b)?;
+                }
+            }
+        });
         if version >= 7 {
             this.protocol_type = get_nullable_string(buf, flexible, "protocol_type")?;
         }
@@ -143,8 +145,8 @@ impl JoinGroupResponse {
         this.member_id = get_string(buf, flexible, "member_id")?;
         this.members = get_struct_array(buf, flexible, JoinGroupResponseMember::min_len(version), "members", |b, slot: &mut JoinGroupResponseMember| JoinGroupResponseMember::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -162,8 +164,12 @@ impl Encode for JoinGroupResponse {
         if version >= 2 {
             w.write_i32(self.throttle_time_ms);
         }
-        w.write_i16(self.error_code);
-        w.write_i32(self.generation_id);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.generation_id.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 7 {
             put_nullable_string(w, self.protocol_type.as_deref(), flexible, "protocol_type")?;
         }
@@ -288,8 +294,8 @@ impl JoinGroupResponseMember {
         }
         this.metadata = get_bytes(buf, flexible, "metadata")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

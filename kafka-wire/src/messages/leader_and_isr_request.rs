@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -116,17 +116,19 @@ impl LeaderAndIsrRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        this.controller_id = get_i32(buf)?;
-        if version >= 7 {
-            this.is_k_raft_controller = get_bool(buf)?;
-        }
-        this.controller_epoch = get_i32(buf)?;
-        if version >= 2 {
-            this.broker_epoch = get_i64(buf)?;
-        }
-        if version >= 5 {
-            this.type_ = get_i8(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 7 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 2 {
+                this.broker_epoch = get_i64(b)?;
+            }
+            if version >= 5 {
+                this.type_ = get_i8(b)?;
+            }
+        });
         if version <= 1 {
             this.ungrouped_partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
@@ -135,8 +137,8 @@ impl LeaderAndIsrRequest {
         }
         this.live_leaders = get_struct_array(buf, flexible, LeaderAndIsrLiveLeader::min_len(version), "live_leaders", |b, slot: &mut LeaderAndIsrLiveLeader| LeaderAndIsrLiveLeader::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -168,7 +170,11 @@ impl Encode for LeaderAndIsrRequest {
             }
         if version <= 1 {
             put_array_len(w, Some(self.ungrouped_partition_states.len()), flexible, "ungrouped_partition_states")?;
-            for e in &self.ungrouped_partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.ungrouped_partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.ungrouped_partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "ungrouped_partition_states", version });
             }
@@ -179,7 +185,11 @@ impl Encode for LeaderAndIsrRequest {
                 return Err(EncodeError::FieldNotInVersion { field: "topic_states", version });
             }
         put_array_len(w, Some(self.live_leaders.len()), flexible, "live_leaders")?;
-        for e in &self.live_leaders { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.live_leaders { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -301,8 +311,8 @@ impl LeaderAndIsrTopicState {
             this.partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -324,7 +334,11 @@ impl Encode for LeaderAndIsrTopicState {
         }
         if version >= 2 {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
-            for e in &self.partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
@@ -419,10 +433,12 @@ impl LeaderAndIsrLiveLeader {
         let flexible = version >= 4;
         this.broker_id = get_i32(buf)?;
         this.host_name = get_string(buf, flexible, "host_name")?;
-        this.port = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.port = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -587,39 +603,41 @@ impl LeaderAndIsrPartitionState {
         if version <= 1 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 16 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
-                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
-                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
-                buf.advance(16);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.controller_epoch = get_i32(buf)?;
-                this.leader = get_i32(buf)?;
-                this.leader_epoch = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 16 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                    this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                    this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                    b.advance(16);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.controller_epoch = get_i32(b)?;
+                    this.leader = get_i32(b)?;
+                    this.leader_epoch = get_i32(b)?;
+                }
             }
-        }
-        this.isr = get_int32_array(buf, flexible, "isr")?;
-        this.partition_epoch = get_i32(buf)?;
-        this.replicas = get_int32_array(buf, flexible, "replicas")?;
-        if version >= 3 {
-            this.adding_replicas = get_int32_array(buf, flexible, "adding_replicas")?;
-        }
-        if version >= 3 {
-            this.removing_replicas = get_int32_array(buf, flexible, "removing_replicas")?;
-        }
-        if version >= 1 {
-            this.is_new = get_bool(buf)?;
-        }
-        if version >= 6 {
-            this.leader_recovery_state = get_i8(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            this.isr = get_int32_array(b, flexible, "isr")?;
+            this.partition_epoch = get_i32(b)?;
+            this.replicas = get_int32_array(b, flexible, "replicas")?;
+            if version >= 3 {
+                this.adding_replicas = get_int32_array(b, flexible, "adding_replicas")?;
+            }
+            if version >= 3 {
+                this.removing_replicas = get_int32_array(b, flexible, "removing_replicas")?;
+            }
+            if version >= 1 {
+                this.is_new = get_bool(b)?;
+            }
+            if version >= 6 {
+                this.leader_recovery_state = get_i8(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -640,10 +658,14 @@ impl Encode for LeaderAndIsrPartitionState {
         if version <= 1 {
             put_string(w, &self.topic_name, flexible, "topic_name")?;
         }
-        w.write_i32(self.partition_index);
-        w.write_i32(self.controller_epoch);
-        w.write_i32(self.leader);
-        w.write_i32(self.leader_epoch);
+        {
+            let mut run = [0u8; 16];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..8].copy_from_slice(&self.controller_epoch.to_be_bytes());
+            run[8..12].copy_from_slice(&self.leader.to_be_bytes());
+            run[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.partition_epoch);
         put_int32_array(w, &self.replicas, flexible, "replicas")?;

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -88,8 +88,8 @@ impl LeaderAndIsrResponse {
             this.topics = get_struct_array(buf, flexible, LeaderAndIsrTopicError::min_len(version), "topics", |b, slot: &mut LeaderAndIsrTopicError| LeaderAndIsrTopicError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -107,7 +107,11 @@ impl Encode for LeaderAndIsrResponse {
         w.write_i16(self.error_code);
         if version <= 4 {
             put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
-            for e in &self.partition_errors { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_errors.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_errors", version });
             }
@@ -216,8 +220,8 @@ impl LeaderAndIsrTopicError {
             this.partition_errors = get_struct_array(buf, flexible, LeaderAndIsrPartitionError::min_len(version), "partition_errors", |b, slot: &mut LeaderAndIsrPartitionError| LeaderAndIsrPartitionError::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -236,7 +240,11 @@ impl Encode for LeaderAndIsrTopicError {
             }
         if version >= 5 {
             put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
-            for e in &self.partition_errors { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_errors.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_errors", version });
             }
@@ -331,20 +339,22 @@ impl LeaderAndIsrPartitionError {
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -359,8 +369,12 @@ impl Encode for LeaderAndIsrPartitionError {
         if version <= 4 {
             put_string(w, &self.topic_name, flexible, "topic_name")?;
         }
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

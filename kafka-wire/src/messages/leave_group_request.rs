@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -88,8 +88,8 @@ impl LeaveGroupRequest {
             this.members = get_struct_array(buf, flexible, MemberIdentity::min_len(version), "members", |b, slot: &mut MemberIdentity| MemberIdentity::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -112,7 +112,11 @@ impl Encode for LeaveGroupRequest {
             }
         if version >= 3 {
             put_array_len(w, Some(self.members.len()), flexible, "members")?;
-            for e in &self.members { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.members { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.members.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "members", version });
             }
@@ -226,8 +230,8 @@ impl MemberIdentity {
             this.reason = get_nullable_string(buf, flexible, "reason")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

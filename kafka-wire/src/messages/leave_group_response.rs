@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -80,16 +80,18 @@ impl LeaveGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
         if version >= 3 {
             this.members = get_struct_array(buf, flexible, MemberResponse::min_len(version), "members", |b, slot: &mut MemberResponse| MemberResponse::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -110,7 +112,11 @@ impl Encode for LeaveGroupResponse {
         w.write_i16(self.error_code);
         if version >= 3 {
             put_array_len(w, Some(self.members.len()), flexible, "members")?;
-            for e in &self.members { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.members { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.members.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "members", version });
             }
@@ -220,12 +226,14 @@ impl MemberResponse {
         if version >= 3 {
             this.group_instance_id = get_nullable_string(buf, flexible, "group_instance_id")?;
         }
-        if version >= 3 {
-            this.error_code = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.error_code = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -86,17 +86,21 @@ impl ListOffsetsRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        this.replica_id = get_i32(buf)?;
-        if version >= 2 {
-            this.isolation_level = get_i8(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.replica_id = get_i32(b)?;
+            if version >= 2 {
+                this.isolation_level = get_i8(b)?;
+            }
+        });
         this.topics = get_struct_array(buf, flexible, ListOffsetsTopic::min_len(version), "topics", |b, slot: &mut ListOffsetsTopic| ListOffsetsTopic::decode_into(slot, b, version))?;
-        if version >= 10 {
-            this.timeout_ms = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 10 {
+                this.timeout_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -227,17 +231,19 @@ impl ListOffsetsPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        this.partition_index = get_i32(buf)?;
-        if version >= 4 {
-            this.current_leader_epoch = get_i32(buf)?;
-        }
-        this.timestamp = get_i64(buf)?;
-        if version <= 0 {
-            this.max_num_offsets = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            if version >= 4 {
+                this.current_leader_epoch = get_i32(b)?;
+            }
+            this.timestamp = get_i64(b)?;
+            if version <= 0 {
+                this.max_num_offsets = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -344,8 +350,8 @@ impl ListOffsetsTopic {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ListOffsetsPartition::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartition| ListOffsetsPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -359,7 +365,11 @@ impl Encode for ListOffsetsTopic {
         let flexible = version >= 6;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl ListOffsetsResponse {
         }
         this.topics = get_struct_array(buf, flexible, ListOffsetsTopicResponse::min_len(version), "topics", |b, slot: &mut ListOffsetsTopicResponse| ListOffsetsTopicResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -215,32 +215,34 @@ impl ListOffsetsPartitionResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
-        if version <= 0 {
-            this.old_style_offsets = get_array(buf, flexible, 8, "old_style_offsets", get_i64)?;
-        }
-        if version >= 1 {
-            this.timestamp = get_i64(buf)?;
-        }
-        if version >= 1 {
-            this.offset = get_i64(buf)?;
-        }
-        if version >= 4 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if version <= 0 {
+                this.old_style_offsets = get_array(b, flexible, 8, "old_style_offsets", get_i64)?;
+            }
+            if version >= 1 {
+                this.timestamp = get_i64(b)?;
+            }
+            if version >= 1 {
+                this.offset = get_i64(b)?;
+            }
+            if version >= 4 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -252,8 +254,12 @@ impl ListOffsetsPartitionResponse {
 impl Encode for ListOffsetsPartitionResponse {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
-        w.write_i32(self.partition_index);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version <= 0 {
             put_array_len(w, Some(self.old_style_offsets.len()), flexible, "old_style_offsets")?;
             for e in &self.old_style_offsets { w.write_i64(*e); }
@@ -366,8 +372,8 @@ impl ListOffsetsTopicResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, ListOffsetsPartitionResponse::min_len(version), "partitions", |b, slot: &mut ListOffsetsPartitionResponse| ListOffsetsPartitionResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -381,7 +387,11 @@ impl Encode for ListOffsetsTopicResponse {
         let flexible = version >= 6;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

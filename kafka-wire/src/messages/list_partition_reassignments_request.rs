@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -73,8 +73,8 @@ impl ListPartitionReassignmentsRequest {
         this.timeout_ms = get_i32(buf)?;
         this.topics = get_nullable_struct_array(buf, flexible, ListPartitionReassignmentsTopics::min_len(version), "topics", |b, slot: &mut ListPartitionReassignmentsTopics| ListPartitionReassignmentsTopics::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -94,7 +94,9 @@ impl Encode for ListPartitionReassignmentsRequest {
             None => put_array_len(w, None, flexible, "topics")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topics")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         if flexible {
@@ -181,10 +183,12 @@ impl ListPartitionReassignmentsTopics {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
         this.name = get_string(buf, flexible, "name")?;
-        this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

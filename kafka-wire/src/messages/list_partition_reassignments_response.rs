@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -82,22 +82,24 @@ impl ListPartitionReassignmentsResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.throttle_time_ms = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.throttle_time_ms = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.throttle_time_ms = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                }
             }
-        }
+        });
         this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         this.topics = get_struct_array(buf, flexible, OngoingTopicReassignment::min_len(version), "topics", |b, slot: &mut OngoingTopicReassignment| OngoingTopicReassignment::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -112,8 +114,12 @@ impl Encode for ListPartitionReassignmentsResponse {
             return Err(EncodeError::UnsupportedVersion { api_key: 46, version });
         }
         let flexible = version >= 0;
-        w.write_i32(self.throttle_time_ms);
-        w.write_i16(self.error_code);
+        {
+            let mut run = [0u8; 6];
+            run[0..4].copy_from_slice(&self.throttle_time_ms.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
         put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
         for e in &self.topics { e.encode(w, version)?; }
@@ -214,13 +220,15 @@ impl OngoingPartitionReassignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        this.partition_index = get_i32(buf)?;
-        this.replicas = get_int32_array(buf, flexible, "replicas")?;
-        this.adding_replicas = get_int32_array(buf, flexible, "adding_replicas")?;
-        this.removing_replicas = get_int32_array(buf, flexible, "removing_replicas")?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            this.replicas = get_int32_array(b, flexible, "replicas")?;
+            this.adding_replicas = get_int32_array(b, flexible, "adding_replicas")?;
+            this.removing_replicas = get_int32_array(b, flexible, "removing_replicas")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -317,8 +325,8 @@ impl OngoingTopicReassignment {
         this.name = get_string(buf, flexible, "name")?;
         this.partitions = get_struct_array(buf, flexible, OngoingPartitionReassignment::min_len(version), "partitions", |b, slot: &mut OngoingPartitionReassignment| OngoingPartitionReassignment::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -332,7 +340,11 @@ impl Encode for OngoingTopicReassignment {
         let flexible = version >= 0;
         put_string(w, &self.name, flexible, "name")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

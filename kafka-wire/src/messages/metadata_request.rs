@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -89,18 +89,20 @@ impl MetadataRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
         this.topics = if version >= 1 { get_nullable_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))? } else { Some(get_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))?) };
-        if version >= 4 {
-            this.allow_auto_topic_creation = get_bool(buf)?;
-        }
-        if (8..=10).contains(&version) {
-            this.include_cluster_authorized_operations = get_bool(buf)?;
-        }
-        if version >= 8 {
-            this.include_topic_authorized_operations = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 4 {
+                this.allow_auto_topic_creation = get_bool(b)?;
+            }
+            if (8..=10).contains(&version) {
+                this.include_cluster_authorized_operations = get_bool(b)?;
+            }
+            if version >= 8 {
+                this.include_topic_authorized_operations = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -120,7 +122,9 @@ impl Encode for MetadataRequest {
             None => put_array_len(w, None, flexible, "topics")?,
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topics")?;
-                for e in v { e.encode(w, version)?; }
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in v { e.encode(&mut bw, version)?; }
+                bw.finish();
             }
         }
         if version >= 4 {
@@ -236,8 +240,8 @@ impl MetadataRequestTopic {
         }
         this.name = if version >= 10 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -113,12 +113,14 @@ impl MetadataResponse {
             this.controller_id = get_i32(buf)?;
         }
         this.topics = get_struct_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b, slot: &mut MetadataResponseTopic| MetadataResponseTopic::decode_into(slot, b, version))?;
-        if (8..=10).contains(&version) {
-            this.cluster_authorized_operations = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if (8..=10).contains(&version) {
+                this.cluster_authorized_operations = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -137,7 +139,11 @@ impl Encode for MetadataResponse {
             w.write_i32(self.throttle_time_ms);
         }
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
-        for e in &self.brokers { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 2 {
             put_nullable_string(w, self.cluster_id.as_deref(), flexible, "cluster_id")?;
         }
@@ -267,8 +273,8 @@ impl MetadataResponseBroker {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -400,30 +406,32 @@ impl MetadataResponsePartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        {
-            let c = buf.chunk();
-            if c.len() >= 10 {
-                this.error_code = i16::from_be_bytes([c[0], c[1]]);
-                this.partition_index = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                this.leader_id = i32::from_be_bytes([c[6], c[7], c[8], c[9]]);
-                buf.advance(10);
-            } else {
-                this.error_code = get_i16(buf)?;
-                this.partition_index = get_i32(buf)?;
-                this.leader_id = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 10 {
+                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                    this.partition_index = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    this.leader_id = i32::from_be_bytes([c[6], c[7], c[8], c[9]]);
+                    b.advance(10);
+                } else {
+                    this.error_code = get_i16(b)?;
+                    this.partition_index = get_i32(b)?;
+                    this.leader_id = get_i32(b)?;
+                }
             }
-        }
-        if version >= 7 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        this.replica_nodes = get_int32_array(buf, flexible, "replica_nodes")?;
-        this.isr_nodes = get_int32_array(buf, flexible, "isr_nodes")?;
-        if version >= 5 {
-            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if version >= 7 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            this.replica_nodes = get_int32_array(b, flexible, "replica_nodes")?;
+            this.isr_nodes = get_int32_array(b, flexible, "isr_nodes")?;
+            if version >= 5 {
+                this.offline_replicas = get_int32_array(b, flexible, "offline_replicas")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -435,9 +443,13 @@ impl MetadataResponsePartition {
 impl Encode for MetadataResponsePartition {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
-        w.write_i16(self.error_code);
-        w.write_i32(self.partition_index);
-        w.write_i32(self.leader_id);
+        {
+            let mut run = [0u8; 10];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[6..10].copy_from_slice(&self.leader_id.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 7 {
             w.write_i32(self.leader_epoch);
         }
@@ -563,19 +575,23 @@ impl MetadataResponseTopic {
         let flexible = version >= 9;
         this.error_code = get_i16(buf)?;
         this.name = if version >= 12 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
-        if version >= 10 {
-            this.topic_id = get_uuid(buf)?;
-        }
-        if version >= 1 {
-            this.is_internal = get_bool(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 10 {
+                this.topic_id = get_uuid(b)?;
+            }
+            if version >= 1 {
+                this.is_internal = get_bool(b)?;
+            }
+        });
         this.partitions = get_struct_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b, slot: &mut MetadataResponsePartition| MetadataResponsePartition::decode_into(slot, b, version))?;
-        if version >= 8 {
-            this.topic_authorized_operations = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.topic_authorized_operations = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -597,7 +613,11 @@ impl Encode for MetadataResponseTopic {
             put_bool(w, self.is_internal);
         }
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if version >= 8 {
             w.write_i32(self.topic_authorized_operations);
         } else if self.topic_authorized_operations != -2147483648 {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -92,18 +92,22 @@ impl OffsetCommitValue {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        this.offset = get_i64(buf)?;
-        if version >= 3 {
-            this.leader_epoch = get_i32(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.offset = get_i64(b)?;
+            if version >= 3 {
+                this.leader_epoch = get_i32(b)?;
+            }
+        });
         this.metadata = get_string(buf, flexible, "metadata")?;
-        this.commit_timestamp = get_i64(buf)?;
-        if (1..=1).contains(&version) {
-            this.expire_timestamp = get_i64(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.commit_timestamp = get_i64(b)?;
+            if (1..=1).contains(&version) {
+                this.expire_timestamp = get_i64(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

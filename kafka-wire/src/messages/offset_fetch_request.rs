@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -99,12 +99,14 @@ impl OffsetFetchRequest {
         if version >= 8 {
             this.groups = get_struct_array(buf, flexible, OffsetFetchRequestGroup::min_len(version), "groups", |b, slot: &mut OffsetFetchRequestGroup| OffsetFetchRequestGroup::decode_into(slot, b, version))?;
         }
-        if version >= 7 {
-            this.require_stable = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 7 {
+                this.require_stable = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -130,7 +132,9 @@ impl Encode for OffsetFetchRequest {
                 None => put_array_len(w, None, flexible, "topics")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         } else if self.topics != Some(Vec::new()) {
@@ -247,12 +251,14 @@ impl OffsetFetchRequestTopic {
         if version <= 7 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version <= 7 {
-            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 7 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -361,12 +367,14 @@ impl OffsetFetchRequestTopics {
         if version >= 8 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if version >= 8 {
-            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -501,8 +509,8 @@ impl OffsetFetchRequestGroup {
             this.topics = get_nullable_struct_array(buf, flexible, OffsetFetchRequestTopics::min_len(version), "topics", |b, slot: &mut OffsetFetchRequestTopics| OffsetFetchRequestTopics::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -530,7 +538,9 @@ impl Encode for OffsetFetchRequestGroup {
                 None => put_array_len(w, None, flexible, "topics")?,
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
-                    for e in v { e.encode(w, version)?; }
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in v { e.encode(&mut bw, version)?; }
+                    bw.finish();
                 }
             }
         } else if self.topics != Some(Vec::new()) {

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -103,8 +103,8 @@ impl OffsetFetchResponse {
             this.groups = get_struct_array(buf, flexible, OffsetFetchResponseGroup::min_len(version), "groups", |b, slot: &mut OffsetFetchResponseGroup| OffsetFetchResponseGroup::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -258,24 +258,28 @@ impl OffsetFetchResponsePartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        if version <= 7 {
-            this.partition_index = get_i32(buf)?;
-        }
-        if version <= 7 {
-            this.committed_offset = get_i64(buf)?;
-        }
-        if (5..=7).contains(&version) {
-            this.committed_leader_epoch = get_i32(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version <= 7 {
+                this.partition_index = get_i32(b)?;
+            }
+            if version <= 7 {
+                this.committed_offset = get_i64(b)?;
+            }
+            if (5..=7).contains(&version) {
+                this.committed_leader_epoch = get_i32(b)?;
+            }
+        });
         if version <= 7 {
             this.metadata = get_nullable_string(buf, flexible, "metadata")?;
         }
-        if version <= 7 {
-            this.error_code = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 7 {
+                this.error_code = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -410,8 +414,8 @@ impl OffsetFetchResponseTopic {
             this.partitions = get_struct_array(buf, flexible, OffsetFetchResponsePartition::min_len(version), "partitions", |b, slot: &mut OffsetFetchResponsePartition| OffsetFetchResponsePartition::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -430,7 +434,11 @@ impl Encode for OffsetFetchResponseTopic {
             }
         if version <= 7 {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }
@@ -542,24 +550,28 @@ impl OffsetFetchResponsePartitions {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        if version >= 8 {
-            this.partition_index = get_i32(buf)?;
-        }
-        if version >= 8 {
-            this.committed_offset = get_i64(buf)?;
-        }
-        if version >= 8 {
-            this.committed_leader_epoch = get_i32(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.partition_index = get_i32(b)?;
+            }
+            if version >= 8 {
+                this.committed_offset = get_i64(b)?;
+            }
+            if version >= 8 {
+                this.committed_leader_epoch = get_i32(b)?;
+            }
+        });
         if version >= 8 {
             this.metadata = get_nullable_string(buf, flexible, "metadata")?;
         }
-        if version >= 8 {
-            this.error_code = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.error_code = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -694,8 +706,8 @@ impl OffsetFetchResponseTopics {
             this.partitions = get_struct_array(buf, flexible, OffsetFetchResponsePartitions::min_len(version), "partitions", |b, slot: &mut OffsetFetchResponsePartitions| OffsetFetchResponsePartitions::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -714,7 +726,11 @@ impl Encode for OffsetFetchResponseTopics {
             }
         if version >= 8 {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-            for e in &self.partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partitions", version });
             }
@@ -816,12 +832,14 @@ impl OffsetFetchResponseGroup {
         if version >= 8 {
             this.topics = get_struct_array(buf, flexible, OffsetFetchResponseTopics::min_len(version), "topics", |b, slot: &mut OffsetFetchResponseTopics| OffsetFetchResponseTopics::decode_into(slot, b, version))?;
         }
-        if version >= 8 {
-            this.error_code = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.error_code = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl OffsetForLeaderEpochRequest {
         }
         this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopic::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopic| OffsetForLeaderTopic::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -191,14 +191,16 @@ impl OffsetForLeaderPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        this.partition = get_i32(buf)?;
-        if version >= 2 {
-            this.current_leader_epoch = get_i32(buf)?;
-        }
-        this.leader_epoch = get_i32(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition = get_i32(b)?;
+            if version >= 2 {
+                this.current_leader_epoch = get_i32(b)?;
+            }
+            this.leader_epoch = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -297,8 +299,8 @@ impl OffsetForLeaderTopic {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partitions = get_struct_array(buf, flexible, OffsetForLeaderPartition::min_len(version), "partitions", |b, slot: &mut OffsetForLeaderPartition| OffsetForLeaderPartition::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -312,7 +314,11 @@ impl Encode for OffsetForLeaderTopic {
         let flexible = version >= 4;
         put_string(w, &self.topic, flexible, "topic")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

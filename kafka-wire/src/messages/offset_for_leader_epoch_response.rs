@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -77,8 +77,8 @@ impl OffsetForLeaderEpochResponse {
         }
         this.topics = get_struct_array(buf, flexible, OffsetForLeaderTopicResult::min_len(version), "topics", |b, slot: &mut OffsetForLeaderTopicResult| OffsetForLeaderTopicResult::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -197,24 +197,26 @@ impl EpochEndOffset {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.error_code = i16::from_be_bytes([c[0], c[1]]);
-                this.partition = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.error_code = get_i16(buf)?;
-                this.partition = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                    this.partition = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.error_code = get_i16(b)?;
+                    this.partition = get_i32(b)?;
+                }
             }
-        }
-        if version >= 1 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        this.end_offset = get_i64(buf)?;
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            if version >= 1 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            this.end_offset = get_i64(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -226,8 +228,12 @@ impl EpochEndOffset {
 impl Encode for EpochEndOffset {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
-        w.write_i16(self.error_code);
-        w.write_i32(self.partition);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.error_code.to_be_bytes());
+            run[2..6].copy_from_slice(&self.partition.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 1 {
             w.write_i32(self.leader_epoch);
         }
@@ -315,8 +321,8 @@ impl OffsetForLeaderTopicResult {
         this.topic = get_string(buf, flexible, "topic")?;
         this.partitions = get_struct_array(buf, flexible, EpochEndOffset::min_len(version), "partitions", |b, slot: &mut EpochEndOffset| EpochEndOffset::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -330,7 +336,11 @@ impl Encode for OffsetForLeaderTopicResult {
         let flexible = version >= 4;
         put_string(w, &self.topic, flexible, "topic")?;
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
-        for e in &self.partitions { e.encode(w, version)?; }
+        {
+            let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            bw.finish();
+        }
         if flexible {
             put_unknown_tagged_fields(w, &self.unknown_tagged_fields)?;
         } else if !self.unknown_tagged_fields.is_empty() {

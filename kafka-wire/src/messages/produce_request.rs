@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -87,21 +87,23 @@ impl ProduceRequest {
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 6 {
-                this.acks = i16::from_be_bytes([c[0], c[1]]);
-                this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                buf.advance(6);
-            } else {
-                this.acks = get_i16(buf)?;
-                this.timeout_ms = get_i32(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.acks = i16::from_be_bytes([c[0], c[1]]);
+                    this.timeout_ms = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.acks = get_i16(b)?;
+                    this.timeout_ms = get_i32(b)?;
+                }
             }
-        }
+        });
         this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -121,8 +123,12 @@ impl Encode for ProduceRequest {
         } else if self.transactional_id.is_some() {
                 return Err(EncodeError::FieldNotInVersion { field: "transactional_id", version });
             }
-        w.write_i16(self.acks);
-        w.write_i32(self.timeout_ms);
+        {
+            let mut run = [0u8; 6];
+            run[0..2].copy_from_slice(&self.acks.to_be_bytes());
+            run[2..6].copy_from_slice(&self.timeout_ms.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_array_len(w, Some(self.topic_data.len()), flexible, "topic_data")?;
         for e in &self.topic_data { e.encode(w, version)?; }
         if flexible {
@@ -215,8 +221,8 @@ impl PartitionProduceData {
         this.index = get_i32(buf)?;
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -309,8 +315,8 @@ impl TopicProduceData {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_data = get_struct_array(buf, flexible, PartitionProduceData::min_len(version), "partition_data", |b, slot: &mut PartitionProduceData| PartitionProduceData::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -78,12 +78,14 @@ impl ProduceResponse {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
         this.responses = get_struct_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b, slot: &mut TopicProduceResponse| TopicProduceResponse::decode_into(slot, b, version))?;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
@@ -121,11 +123,19 @@ impl Encode for ProduceResponse {
                 {
                     let w = &mut c;
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                    for e in &self.node_endpoints { e.encode(w, version)?; }
+                    {
+                        let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        bw.finish();
+                    }
                 }
                 w.write_unsigned_varint(c.0 as u32);
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
-                for e in &self.node_endpoints { e.encode(w, version)?; }
+                {
+                    let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    bw.finish();
+                }
             }
             put_unknown_tagged_below(w, &self.unknown_tagged_fields, &mut next, u64::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
@@ -228,8 +238,8 @@ impl BatchIndexAndErrorMessage {
             this.batch_index_error_message = get_nullable_string(buf, flexible, "batch_index_error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -335,15 +345,17 @@ impl LeaderIdAndEpoch {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        if version >= 10 {
-            this.leader_id = get_i32(buf)?;
-        }
-        if version >= 10 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 10 {
+                this.leader_id = get_i32(b)?;
+            }
+            if version >= 10 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -488,25 +500,27 @@ impl PartitionProduceResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        {
-            let c = buf.chunk();
-            if c.len() >= 14 {
-                this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
-                buf.advance(14);
-            } else {
-                this.index = get_i32(buf)?;
-                this.error_code = get_i16(buf)?;
-                this.base_offset = get_i64(buf)?;
+        over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 14 {
+                    this.index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    this.base_offset = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                    b.advance(14);
+                } else {
+                    this.index = get_i32(b)?;
+                    this.error_code = get_i16(b)?;
+                    this.base_offset = get_i64(b)?;
+                }
             }
-        }
-        if version >= 2 {
-            this.log_append_time_ms = get_i64(buf)?;
-        }
-        if version >= 5 {
-            this.log_start_offset = get_i64(buf)?;
-        }
+            if version >= 2 {
+                this.log_append_time_ms = get_i64(b)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = get_i64(b)?;
+            }
+        });
         if version >= 8 {
             this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
         }
@@ -514,8 +528,8 @@ impl PartitionProduceResponse {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 10 => {
@@ -532,9 +546,13 @@ impl PartitionProduceResponse {
 impl Encode for PartitionProduceResponse {
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
-        w.write_i32(self.index);
-        w.write_i16(self.error_code);
-        w.write_i64(self.base_offset);
+        {
+            let mut run = [0u8; 14];
+            run[0..4].copy_from_slice(&self.index.to_be_bytes());
+            run[4..6].copy_from_slice(&self.error_code.to_be_bytes());
+            run[6..14].copy_from_slice(&self.base_offset.to_be_bytes());
+            w.write_slice(&run);
+        }
         if version >= 2 {
             w.write_i64(self.log_append_time_ms);
         }
@@ -543,7 +561,11 @@ impl Encode for PartitionProduceResponse {
         }
         if version >= 8 {
             put_array_len(w, Some(self.record_errors.len()), flexible, "record_errors")?;
-            for e in &self.record_errors { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.record_errors { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         }
         if version >= 8 {
             put_nullable_string(w, self.error_message.as_deref(), flexible, "error_message")?;
@@ -662,8 +684,8 @@ impl TopicProduceResponse {
         this.name = get_string(buf, flexible, "name")?;
         this.partition_responses = get_struct_array(buf, flexible, PartitionProduceResponse::min_len(version), "partition_responses", |b, slot: &mut PartitionProduceResponse| PartitionProduceResponse::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -787,8 +809,8 @@ impl NodeEndpoint {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -118,17 +118,19 @@ impl StopReplicaRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        this.controller_id = get_i32(buf)?;
-        if version >= 4 {
-            this.is_k_raft_controller = get_bool(buf)?;
-        }
-        this.controller_epoch = get_i32(buf)?;
-        if version >= 1 {
-            this.broker_epoch = get_i64(buf)?;
-        }
-        if version <= 2 {
-            this.delete_partitions = get_bool(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 4 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 1 {
+                this.broker_epoch = get_i64(b)?;
+            }
+            if version <= 2 {
+                this.delete_partitions = get_bool(b)?;
+            }
+        });
         if version <= 0 {
             this.ungrouped_partitions = get_struct_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b, slot: &mut StopReplicaPartitionV0| StopReplicaPartitionV0::decode_into(slot, b, version))?;
         }
@@ -139,8 +141,8 @@ impl StopReplicaRequest {
             this.topic_states = get_struct_array(buf, flexible, StopReplicaTopicState::min_len(version), "topic_states", |b, slot: &mut StopReplicaTopicState| StopReplicaTopicState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -172,13 +174,21 @@ impl Encode for StopReplicaRequest {
             }
         if version <= 0 {
             put_array_len(w, Some(self.ungrouped_partitions.len()), flexible, "ungrouped_partitions")?;
-            for e in &self.ungrouped_partitions { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.ungrouped_partitions { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.ungrouped_partitions.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "ungrouped_partitions", version });
             }
         if (1..=2).contains(&version) {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
-            for e in &self.topics { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.topics { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.topics.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "topics", version });
             }
@@ -296,12 +306,14 @@ impl StopReplicaPartitionV0 {
         if version <= 0 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        if version <= 0 {
-            this.partition_index = get_i32(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 0 {
+                this.partition_index = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -410,12 +422,14 @@ impl StopReplicaTopicV1 {
         if (1..=2).contains(&version) {
             this.name = get_string(buf, flexible, "name")?;
         }
-        if (1..=2).contains(&version) {
-            this.partition_indexes = get_int32_array(buf, flexible, "partition_indexes")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if (1..=2).contains(&version) {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -529,18 +543,20 @@ impl StopReplicaPartitionState {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        if version >= 3 {
-            this.partition_index = get_i32(buf)?;
-        }
-        if version >= 3 {
-            this.leader_epoch = get_i32(buf)?;
-        }
-        if version >= 3 {
-            this.delete_partition = get_bool(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.partition_index = get_i32(b)?;
+            }
+            if version >= 3 {
+                this.leader_epoch = get_i32(b)?;
+            }
+            if version >= 3 {
+                this.delete_partition = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -661,8 +677,8 @@ impl StopReplicaTopicState {
             this.partition_states = get_struct_array(buf, flexible, StopReplicaPartitionState::min_len(version), "partition_states", |b, slot: &mut StopReplicaPartitionState| StopReplicaPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -681,7 +697,11 @@ impl Encode for StopReplicaTopicState {
             }
         if version >= 3 {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
-            for e in &self.partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -94,10 +94,12 @@ impl SyncGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        if version >= 1 {
-            this.throttle_time_ms = get_i32(buf)?;
-        }
-        this.error_code = get_i16(buf)?;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
         if version >= 5 {
             this.protocol_type = get_nullable_string(buf, flexible, "protocol_type")?;
         }
@@ -106,8 +108,8 @@ impl SyncGroupResponse {
         }
         this.assignment = get_bytes(buf, flexible, "assignment")?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }

@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use bytestring::ByteString;
 
 use crate::api::ApiKey;
-use crate::encode::{DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
+use crate::encode::{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite};
 use crate::primitives::*;
 use crate::varint::get_unsigned_varint;
 use crate::{DecodeError, EncodeError};
@@ -113,14 +113,16 @@ impl UpdateMetadataRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        this.controller_id = get_i32(buf)?;
-        if version >= 8 {
-            this.is_k_raft_controller = get_bool(buf)?;
-        }
-        this.controller_epoch = get_i32(buf)?;
-        if version >= 5 {
-            this.broker_epoch = get_i64(buf)?;
-        }
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 8 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 5 {
+                this.broker_epoch = get_i64(b)?;
+            }
+        });
         if version <= 4 {
             this.ungrouped_partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
@@ -129,8 +131,8 @@ impl UpdateMetadataRequest {
         }
         this.live_brokers = get_struct_array(buf, flexible, UpdateMetadataBroker::min_len(version), "live_brokers", |b, slot: &mut UpdateMetadataBroker| UpdateMetadataBroker::decode_into(slot, b, version))?;
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
                     0 if version >= 8 => {
@@ -162,7 +164,11 @@ impl Encode for UpdateMetadataRequest {
         }
         if version <= 4 {
             put_array_len(w, Some(self.ungrouped_partition_states.len()), flexible, "ungrouped_partition_states")?;
-            for e in &self.ungrouped_partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.ungrouped_partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.ungrouped_partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "ungrouped_partition_states", version });
             }
@@ -314,8 +320,8 @@ impl UpdateMetadataTopicState {
             this.partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -337,7 +343,11 @@ impl Encode for UpdateMetadataTopicState {
         }
         if version >= 5 {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
-            for e in &self.partition_states { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         } else if !self.partition_states.is_empty() {
                 return Err(EncodeError::FieldNotInVersion { field: "partition_states", version });
             }
@@ -453,12 +463,14 @@ impl UpdateMetadataEndpoint {
         if version >= 3 {
             this.listener = get_string(buf, flexible, "listener")?;
         }
-        if version >= 1 {
-            this.security_protocol = get_i16(buf)?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.security_protocol = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -614,8 +626,8 @@ impl UpdateMetadataBroker {
             this.rack = get_nullable_string(buf, flexible, "rack")?;
         }
         if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -636,7 +648,11 @@ impl Encode for UpdateMetadataBroker {
         }
         if version >= 1 {
             put_array_len(w, Some(self.endpoints.len()), flexible, "endpoints")?;
-            for e in &self.endpoints { e.encode(w, version)?; }
+            {
+                let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
+                for e in &self.endpoints { e.encode(&mut bw, version)?; }
+                bw.finish();
+            }
         }
         if version >= 2 {
             put_nullable_string(w, self.rack.as_deref(), flexible, "rack")?;
@@ -777,30 +793,32 @@ impl UpdateMetadataPartitionState {
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        {
-            let c = buf.chunk();
-            if c.len() >= 16 {
-                this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
-                this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
-                this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
-                buf.advance(16);
-            } else {
-                this.partition_index = get_i32(buf)?;
-                this.controller_epoch = get_i32(buf)?;
-                this.leader = get_i32(buf)?;
-                this.leader_epoch = get_i32(buf)?;
+        let tag_count = over_chunk!(buf, |b| {
+            {
+                let c = b.chunk();
+                if c.len() >= 16 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.controller_epoch = i32::from_be_bytes([c[4], c[5], c[6], c[7]]);
+                    this.leader = i32::from_be_bytes([c[8], c[9], c[10], c[11]]);
+                    this.leader_epoch = i32::from_be_bytes([c[12], c[13], c[14], c[15]]);
+                    b.advance(16);
+                } else {
+                    this.partition_index = get_i32(b)?;
+                    this.controller_epoch = get_i32(b)?;
+                    this.leader = get_i32(b)?;
+                    this.leader_epoch = get_i32(b)?;
+                }
             }
-        }
-        this.isr = get_int32_array(buf, flexible, "isr")?;
-        this.zk_version = get_i32(buf)?;
-        this.replicas = get_int32_array(buf, flexible, "replicas")?;
-        if version >= 4 {
-            this.offline_replicas = get_int32_array(buf, flexible, "offline_replicas")?;
-        }
-        if flexible {
-            let n = get_uvarint(buf)?;
-            for _ in 0..n {
+            this.isr = get_int32_array(b, flexible, "isr")?;
+            this.zk_version = get_i32(b)?;
+            this.replicas = get_int32_array(b, flexible, "replicas")?;
+            if version >= 4 {
+                this.offline_replicas = get_int32_array(b, flexible, "offline_replicas")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        {
+            for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
@@ -815,10 +833,14 @@ impl Encode for UpdateMetadataPartitionState {
         if version <= 4 {
             put_string(w, &self.topic_name, flexible, "topic_name")?;
         }
-        w.write_i32(self.partition_index);
-        w.write_i32(self.controller_epoch);
-        w.write_i32(self.leader);
-        w.write_i32(self.leader_epoch);
+        {
+            let mut run = [0u8; 16];
+            run[0..4].copy_from_slice(&self.partition_index.to_be_bytes());
+            run[4..8].copy_from_slice(&self.controller_epoch.to_be_bytes());
+            run[8..12].copy_from_slice(&self.leader.to_be_bytes());
+            run[12..16].copy_from_slice(&self.leader_epoch.to_be_bytes());
+            w.write_slice(&run);
+        }
         put_int32_array(w, &self.isr, flexible, "isr")?;
         w.write_i32(self.zk_version);
         put_int32_array(w, &self.replicas, flexible, "replicas")?;
