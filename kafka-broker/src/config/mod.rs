@@ -536,6 +536,12 @@ impl ServerSettings {
             partitions: self.num_partitions,
             replication_factor: self.default_replication_factor,
         });
+        c.admin = crate::AdminSettings::new()
+            .with_num_partitions(self.num_partitions)
+            .with_default_replication_factor(
+                i16::try_from(self.default_replication_factor).unwrap_or(i16::MAX),
+            )
+            .with_broker_config("log.segment.bytes", self.log_segment_bytes);
         c.controlled_shutdown = ControlledShutdownConfig {
             enable: self.controlled_shutdown_enable,
             max_retries: self.controlled_shutdown_max_retries,
