@@ -983,3 +983,132 @@ async fn kip_107_delete_records_moves_the_log_start_offset_on_every_replica() {
     let (error, low) = records_deleted(&cluster, leader, delete_records("trimmed", -1)).await;
     assert_eq!((error, low), (NONE, 5));
 }
+
+/// Every version of every administration API is answered (and its answer encodes at that
+/// version), success and refusal alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_version_of_every_administration_api_is_answered() {
+    use kafka_wire::ApiKey;
+    let cluster = AdminCluster::start(3).await;
+    let all = |k: ApiKey| k.versions().0..=k.versions().1;
+    for v in all(ApiKey::CreateTopics) {
+        let r = created(
+            cluster
+                .send_controller(
+                    v,
+                    create_topic(&format!("v{v}"), 1, 1, &[("retention.ms", "1000")], false),
+                )
+                .await,
+        );
+        assert_eq!(r.error_code, NONE, "CreateTopics v{v}");
+        let r = created(
+            cluster
+                .send_controller(v, create_topic(&format!("v{v}"), 1, 1, &[], false))
+                .await,
+        );
+        assert_eq!(
+            r.error_code,
+            code(ErrorCode::TopicAlreadyExists),
+            "CreateTopics v{v}"
+        );
+    }
+    for v in all(ApiKey::CreatePartitions) {
+        assert_eq!(
+            partitions_created(
+                &cluster,
+                create_partitions("v0", 2 + i32::from(v), None, false)
+            )
+            .await,
+            NONE,
+            "CreatePartitions v{v}"
+        );
+    }
+    for v in all(ApiKey::DescribeConfigs) {
+        let ResponseBody::DescribeConfigs(r) =
+            cluster.send(1, v, describe_topic("v1", None, v >= 3)).await
+        else {
+            panic!("DescribeConfigs v{v}")
+        };
+        assert_eq!(r.results[0].error_code, NONE, "DescribeConfigs v{v}");
+    }
+    for v in all(ApiKey::IncrementalAlterConfigs) {
+        let ResponseBody::IncrementalAlterConfigs(r) = cluster
+            .send(2, v, alter("v1", &[("retention.ms", 0, "5000")], false))
+            .await
+        else {
+            panic!("IncrementalAlterConfigs v{v}")
+        };
+        assert_eq!(
+            r.responses[0].error_code, NONE,
+            "IncrementalAlterConfigs v{v}"
+        );
+    }
+    for v in all(ApiKey::ElectLeaders) {
+        let ResponseBody::ElectLeaders(r) =
+            cluster.send_controller(v, elect(0, "v1", &[0, 9])).await
+        else {
+            panic!("ElectLeaders v{v}")
+        };
+        assert_eq!(
+            r.replica_election_results[0].partition_result.len(),
+            2,
+            "ElectLeaders v{v}"
+        );
+    }
+    for v in all(ApiKey::DescribeCluster) {
+        let ResponseBody::DescribeCluster(r) = cluster
+            .send(
+                3,
+                v,
+                RequestBody::DescribeCluster(DescribeClusterRequest::default()),
+            )
+            .await
+        else {
+            panic!("DescribeCluster v{v}")
+        };
+        assert_eq!(r.brokers.len(), 3, "DescribeCluster v{v}");
+    }
+    for v in all(ApiKey::DeleteRecords) {
+        let leader = cluster.leader(1, "v2", 0).await;
+        assert_eq!(
+            records_deleted(&cluster, leader, delete_records("v2", 0))
+                .await
+                .0,
+            NONE,
+            "DeleteRecords v{v}"
+        );
+    }
+    for v in all(ApiKey::AlterPartitionReassignments) {
+        assert_eq!(
+            reassigned(&cluster, reassign("v3", 0, None)).await.1,
+            code(ErrorCode::NoReassignmentInProgress),
+            "v{v}"
+        );
+    }
+    for v in all(ApiKey::DeleteTopics) {
+        let mut request = DeleteTopicsRequest {
+            timeout_ms: 20_000,
+            ..Default::default()
+        };
+        let name = format!("v{v}");
+        if v >= 6 {
+            request.topics = vec![DeleteTopicState {
+                name: Some(name.as_str().into()),
+                ..Default::default()
+            }];
+        } else {
+            request.topic_names = vec![name.as_str().into()];
+        }
+        let ResponseBody::DeleteTopics(r) = cluster
+            .send_controller(v, RequestBody::DeleteTopics(request))
+            .await
+        else {
+            panic!("DeleteTopics v{v}")
+        };
+        assert_eq!(
+            r.responses[0].error_code, NONE,
+            "DeleteTopics v{v}: {:?}",
+            r.responses[0].error_message
+        );
+    }
+}
