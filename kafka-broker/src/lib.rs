@@ -86,7 +86,7 @@ pub mod node;
 mod producer_ids;
 pub mod server;
 
-pub use apis::admin::{AdminSettings, TopicConfigKey, TOPIC_CONFIGS};
+pub use apis::admin::{AdminSettings, ConfigType, TopicConfigKey, TOPIC_CONFIGS};
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
 pub use builder::{Broker, BrokerConfig, BrokerIsrWriter};
 pub use channel_tcp::TcpBrokerChannel;

@@ -77,6 +77,7 @@ impl ConfigType {
 
 /// A topic config key this broker knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TopicConfigKey {
     /// The topic-level name.
     pub name: &'static str,

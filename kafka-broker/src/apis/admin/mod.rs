@@ -33,7 +33,7 @@ use kafka_wire::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_wire::messages::{DescribeClusterRequest, DescribeClusterResponse};
 use kafka_wire::{RequestBody, ResponseBody};
 
-pub use configs::{TopicConfigKey, TOPIC_CONFIGS};
+pub use configs::{ConfigType, TopicConfigKey, TOPIC_CONFIGS};
 
 use super::KafkaApis;
 
