@@ -263,7 +263,17 @@ async fn check(cluster: &mut Cluster, words: &[&str]) -> Result<String, String> 
             let tp =
                 TopicPartition::new(arg(1).to_owned(), arg(2).parse().map_err(|_| "partition")?);
             let want: i64 = arg(3).parse().map_err(|_| "offset")?;
-            for node in cluster.nodes.values() {
+            // Every replica of the partition, as the store assigns it.
+            let replicas = cluster
+                .assignment(&tp.topic)
+                .await
+                .and_then(|a| a.get(&tp.partition).cloned())
+                .ok_or("no assignment")?;
+            for node in cluster
+                .nodes
+                .values()
+                .filter(|n| replicas.contains(&n.id()))
+            {
                 let start = node
                     .apis()
                     .driver()
