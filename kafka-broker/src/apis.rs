@@ -39,6 +39,8 @@ use tokio::sync::watch;
 
 mod control;
 
+pub(crate) mod admin;
+
 use super::producer_ids::{BrokerRangeProducerIds, ProducerIdSource};
 use crate::server::{RequestContext, RequestHandler, SupportedApis};
 use kafka_replication::replica_driver::LeadershipListener;
@@ -62,6 +64,8 @@ pub struct KafkaApis<L, K, W> {
     /// The controller campaigning on this broker, which answers ControlledShutdown while
     /// active (see [`KafkaApis::serve_controller`]).
     controller: Mutex<Option<ControllerHandle>>,
+    /// The coordination store of the administration APIs (see [`KafkaApis::serve_admin`]).
+    admin: admin::AdminSlot,
 }
 
 /// The broker epoch a control request carries when its sender does not set one (versions
@@ -84,6 +88,7 @@ where
             broker_epoch: AtomicI64::new(UNKNOWN_BROKER_EPOCH),
             registration: Mutex::new(None),
             controller: Mutex::new(None),
+            admin: admin::AdminSlot::default(),
         }
     }
 
@@ -111,7 +116,7 @@ where
 
     /// The APIs [`KafkaApis::handle`] answers; the others `kafka-wire` can decode are not
     /// advertised.
-    const HANDLED: [ApiKey; 12] = [
+    const HANDLED: [ApiKey; 22] = [
         ApiKey::Produce,
         ApiKey::Fetch,
         ApiKey::ListOffsets,
@@ -124,6 +129,17 @@ where
         ApiKey::ApiVersions,
         ApiKey::InitProducerId,
         ApiKey::OffsetForLeaderEpoch,
+        // Administration (`admin`).
+        ApiKey::CreateTopics,
+        ApiKey::DeleteTopics,
+        ApiKey::CreatePartitions,
+        ApiKey::ElectLeaders,
+        ApiKey::AlterPartitionReassignments,
+        ApiKey::ListPartitionReassignments,
+        ApiKey::DescribeConfigs,
+        ApiKey::IncrementalAlterConfigs,
+        ApiKey::DescribeCluster,
+        ApiKey::DeleteRecords,
     ];
 
     /// The APIs and versions this broker implements (and advertises in ApiVersions).
@@ -526,6 +542,9 @@ where
             RequestBody::StopReplica(r) => ResponseBody::StopReplica(self.stop_replica(&r)),
             RequestBody::ControlledShutdown(r) => {
                 ResponseBody::ControlledShutdown(self.controlled_shutdown(&r).await)
+            }
+            body if admin::is_admin_request(&body) => {
+                return self.handle_admin(version, body).await
             }
             // An API not in `HANDLED`: not advertised, and the server refuses it before it
             // gets here.

@@ -13,6 +13,8 @@
 //!   znodes with ISR change notifications, the broker's registration, producer-id blocks.
 //! - [`Broker`]: the data plane behind the K3 server, the shortest way to a running broker.
 //! - [`config`]: `server.properties` with Kafka's keys, read into a node's settings.
+//! - [`admin_client`]: a small administration client over the Kafka wire (`ha-admin
+//!   --bootstrap-server`).
 //! - [`node`]: one complete broker node — data plane, registration, ISR propagation and a
 //!   campaigning controller on a coordination store — as the `ha-broker` binary runs it.
 //!
@@ -72,6 +74,7 @@
 //! # }
 //! ```
 
+pub mod admin_client;
 mod apis;
 mod builder;
 mod channel_tcp;
@@ -84,6 +87,7 @@ pub mod node;
 mod producer_ids;
 pub mod server;
 
+pub use apis::admin::{AdminSettings, ConfigType, TopicConfigKey, TOPIC_CONFIGS};
 pub use apis::{KafkaApis, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, UNKNOWN_BROKER_EPOCH};
 pub use builder::{Broker, BrokerConfig, BrokerIsrWriter};
 pub use channel_tcp::TcpBrokerChannel;

@@ -11,8 +11,9 @@ use serde_json::Map;
 use crate::assignment::{assign_replicas_to_brokers, AssignmentError, AssignmentStart, BrokerRack};
 use crate::context::{BrokerId, TopicPartition};
 use crate::zk_data::{
-    paths, BrokerRegistration, KafkaZkError, PreferredReplicaElection, ReassignPartitions,
-    ReassignmentEntry, TopicAssignment, TopicConfig, TopicPartitionEntry, ZkDataError,
+    paths, BrokerRegistration, ConfigChangeNotification, KafkaZkError, PreferredReplicaElection,
+    ReassignPartitions, ReassignmentEntry, TopicAssignment, TopicConfig, TopicPartitionEntry,
+    ZkDataError,
 };
 use ha_coordination::{Coordination, CoordinationError, CreateMode};
 
@@ -26,6 +27,9 @@ pub enum AdminError {
     /// The topic name is not a valid Kafka topic name.
     #[error("invalid topic name {0:?}")]
     InvalidTopicName(String),
+    /// The topic does not exist.
+    #[error("topic {0} does not exist")]
+    UnknownTopic(String),
     /// The partition already exists.
     #[error("partition {0} already exists")]
     PartitionExists(i32),
@@ -90,13 +94,26 @@ pub async fn create_topic_with_assignment(
     topic: &str,
     assignment: &BTreeMap<i32, Vec<BrokerId>>,
 ) -> Result<(), AdminError> {
+    create_topic_with_config(coord, topic, assignment, &BTreeMap::new()).await
+}
+
+/// Creates `topic` with an explicit assignment and topic-level config overrides, as
+/// `AdminZkClient.createTopicWithAssignment` does: `/config/topics/<t>` holding `config`
+/// first (no change notification: no broker has the topic yet), then `/brokers/topics/<t>`.
+/// The config is not validated here.
+pub async fn create_topic_with_config(
+    coord: &dyn Coordination,
+    topic: &str,
+    assignment: &BTreeMap<i32, Vec<BrokerId>>,
+    config: &BTreeMap<String, String>,
+) -> Result<(), AdminError> {
     if !paths::is_valid_topic_name(topic) {
         return Err(AdminError::InvalidTopicName(topic.to_string()));
     }
     if coord.exists(&paths::topic(topic), false).await?.is_some() {
         return Err(AdminError::TopicExists(topic.to_string()));
     }
-    let config = TopicConfig::new(BTreeMap::new()).to_json()?;
+    let config = TopicConfig::new(config.clone()).to_json()?;
     match coord
         .create(&paths::topic_config(topic), &config, CreateMode::Persistent)
         .await
@@ -138,6 +155,56 @@ pub async fn add_partitions(
     }
     coord
         .set_data(&path, &znode.to_json()?, stat.version)
+        .await?;
+    Ok(())
+}
+
+/// Replaces the topic-level config overrides of `topic` (`AdminZkClient.changeTopicConfig`):
+/// `/config/topics/<t>` is written (created if missing), then the change notification
+/// `/config/changes/config_change_<seq>` (`{"version":2,"entity_path":"topics/<t>"}`) tells
+/// the brokers to reload it. Refused for a topic that does not exist.
+pub async fn change_topic_config(
+    coord: &dyn Coordination,
+    topic: &str,
+    config: &BTreeMap<String, String>,
+) -> Result<(), AdminError> {
+    if coord.exists(&paths::topic(topic), false).await?.is_none() {
+        return Err(AdminError::UnknownTopic(topic.to_string()));
+    }
+    let data = TopicConfig::new(config.clone()).to_json()?;
+    let path = paths::topic_config(topic);
+    match coord.set_data(&path, &data, -1).await {
+        Ok(_) => {}
+        Err(e) if e.is_no_node() => {
+            match coord.create(&path, &data, CreateMode::Persistent).await {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() => {
+                    coord.set_data(&path, &data, -1).await?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let notification = ConfigChangeNotification {
+        version: 2,
+        entity_path: format!("topics/{topic}"),
+        extra: Map::new(),
+    }
+    .to_json()?;
+    for parent in [paths::CONFIG, paths::CONFIG_CHANGES] {
+        match coord.create(parent, b"", CreateMode::Persistent).await {
+            Ok(_) => {}
+            Err(e) if e.is_node_exists() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    coord
+        .create(
+            paths::CONFIG_CHANGE_PREFIX,
+            &notification,
+            CreateMode::PersistentSequential,
+        )
         .await?;
     Ok(())
 }

@@ -974,3 +974,36 @@ fn stats_count_under_replicated_leaders_and_committed_isr_expansions() {
     assert_eq!((s.isr_expands, s.isr_shrinks), (1, 0));
     assert_eq!(s.under_replicated_partitions, 0);
 }
+
+#[test]
+fn kip_107_delete_records_moves_the_leaders_log_start_and_the_low_watermark_follows_the_followers()
+{
+    let mut m = leader_with_data();
+    for _ in 0..3 {
+        assert!(m.append_records(&tp(0), batch(3), 1).is_ok());
+    }
+    // Follower 2 has everything (HW 12) and reports log start 0.
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 12, 1)])));
+    assert_eq!(first(&r).high_watermark, 12);
+    let Some(p) = m.partition_mut(&tp(0)) else {
+        panic!("partition 0 is led here");
+    };
+    assert!(matches!(
+        p.delete_records_on_leader(13),
+        Err(crate::partition::PartitionError::Log(
+            crate::log::LogError::OffsetOutOfRange { .. }
+        ))
+    ));
+    assert!(p.delete_records_on_leader(-5).is_err());
+    assert_eq!(p.delete_records_on_leader(6).ok(), Some(6));
+    assert_eq!(p.log_start_offset(), 6);
+    // The follower has not fetched since: the low watermark is still its 0; a dead
+    // follower does not count.
+    assert_eq!(p.low_watermark_if_leader(|_| true), Some(0));
+    assert_eq!(p.low_watermark_if_leader(|b| b != 2), Some(6));
+    // Asking again below the start changes nothing.
+    assert_eq!(p.delete_records_on_leader(3).ok(), Some(6));
+    // Its next fetch carries the new start, which the follower then moves to.
+    let r = respond(m.fetch(0, &fetch_request(2, 0, 0, &[(0, 12, 1)])));
+    assert_eq!(first(&r).log_start_offset, 6);
+}

@@ -607,6 +607,12 @@ impl ServerSettings {
             )
             .with_offsets_topic_replication_factor(self.offsets_topic_replication_factor)
             .with_offsets_commit_timeout_ms(self.offsets_commit_timeout_ms);
+        c.admin = crate::AdminSettings::new()
+            .with_num_partitions(self.num_partitions)
+            .with_default_replication_factor(
+                i16::try_from(self.default_replication_factor).unwrap_or(i16::MAX),
+            )
+            .with_broker_config("log.segment.bytes", self.log_segment_bytes);
         c.controlled_shutdown = ControlledShutdownConfig {
             enable: self.controlled_shutdown_enable,
             max_retries: self.controlled_shutdown_max_retries,

@@ -70,7 +70,7 @@ use crate::glue::{
 };
 use crate::group::{GroupApis, GroupConfig, GroupService};
 use crate::server::{ServerError, ServerHandle};
-use crate::{Broker, BrokerConfig, KafkaApis, TcpBrokerChannel, TcpLeaderLink};
+use crate::{AdminSettings, Broker, BrokerConfig, KafkaApis, TcpBrokerChannel, TcpLeaderLink};
 
 /// The listener name brokers register and reach each other on.
 pub const LISTENER: &str = "PLAINTEXT";
@@ -184,6 +184,10 @@ pub struct NodeConfig {
     pub metrics_interval: Duration,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
     pub groups: GroupConfig,
+    /// The administration APIs' settings (`num.partitions`, `default.replication.factor`,
+    /// the static configs DescribeConfigs reports); `delete.topic.enable` is taken from the
+    /// controller's settings.
+    pub admin: AdminSettings,
 }
 
 impl NodeConfig {
@@ -284,6 +288,7 @@ impl NodeConfig {
             controlled_shutdown: ControlledShutdownConfig::default(),
             metrics_interval: Duration::from_secs(1),
             groups: GroupConfig::default(),
+            admin: AdminSettings::new(),
         }
     }
 
@@ -312,6 +317,38 @@ fn random_cluster_id() -> String {
             return text;
         }
     }
+}
+
+/// The administration settings of a node: its `admin` settings, with `delete.topic.enable`
+/// from the controller's and the broker configs the data plane runs with.
+fn admin_settings(config: &NodeConfig) -> AdminSettings {
+    let mut settings = config
+        .admin
+        .clone()
+        .with_delete_topic_enable(config.controller.delete_topic_enable)
+        .with_broker_config("broker.id", config.broker.id)
+        .with_broker_config("num.partitions", config.admin.num_partitions)
+        .with_broker_config(
+            "default.replication.factor",
+            config.admin.default_replication_factor,
+        )
+        .with_broker_config(
+            "min.insync.replicas",
+            config.broker.partition.min_insync_replicas,
+        )
+        .with_broker_config(
+            "unclean.leader.election.enable",
+            config.controller.unclean_leader_election_enable,
+        )
+        .with_broker_config("delete.topic.enable", config.controller.delete_topic_enable);
+    let retention = &config.broker.retention;
+    settings = settings
+        .with_broker_config("log.retention.ms", retention.retention_ms.unwrap_or(-1))
+        .with_broker_config(
+            "log.retention.bytes",
+            retention.retention_bytes.map_or(-1, |b| b as i64),
+        );
+    settings
 }
 
 /// The request handler of a node.
@@ -455,6 +492,7 @@ impl BrokerNode {
         controller_config.broker_id = id;
         let controller = Controller::start(controller_config, session.clone(), channel);
         apis.serve_controller(controller.clone());
+        apis.serve_admin(session.clone(), admin_settings(&config));
         let driver = apis.driver().clone();
         let metrics = crate::metrics::MetricsPublisher::spawn(
             config.metrics_interval,

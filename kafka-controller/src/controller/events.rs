@@ -53,6 +53,16 @@ pub enum ControllerEvent {
         /// Where the answer goes.
         reply: oneshot::Sender<Result<Vec<TopicPartition>, ControllerError>>,
     },
+    /// An admin client asks for leader elections (Kafka's `ReplicaLeaderElection` with the
+    /// `AdminClientTriggered` trigger); `None`: every partition.
+    ElectLeaders {
+        /// The partitions, `None` for all.
+        partitions: Option<Vec<TopicPartition>>,
+        /// Preferred or unclean.
+        kind: super::ElectionType,
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<super::ElectionResults, ControllerError>>,
+    },
     /// A broker answered a control request.
     BrokerResponse(DeliveredResponse),
     /// The auto-rebalance task's tick.
@@ -78,6 +88,9 @@ impl ControllerEvent {
     fn preempt(self) {
         match self {
             ControllerEvent::ControlledShutdown { reply, .. } => {
+                let _ = reply.send(Err(ControllerError::Preempted));
+            }
+            ControllerEvent::ElectLeaders { reply, .. } => {
                 let _ = reply.send(Err(ControllerError::Preempted));
             }
             ControllerEvent::Inspect(reply) => {

@@ -30,6 +30,7 @@
 //! ```
 
 mod brokers;
+mod elect_leaders;
 pub mod events;
 mod failover;
 mod isr_change;
@@ -55,6 +56,7 @@ use crate::topic_id_source::TopicIdGenerator;
 use crate::zk_data::{paths, KafkaZkClient, KafkaZkError};
 use ha_coordination::{Coordination, CoordinationEvent, SessionEvent, SessionId, WatchEventKind};
 
+pub use elect_leaders::{ElectionError, ElectionResults, ElectionType};
 pub use events::{ControllerEvent, EventQueue};
 pub use store::Store;
 
@@ -257,6 +259,23 @@ impl ControllerHandle {
         self.queue.put(ControllerEvent::ControlledShutdown {
             broker,
             broker_epoch,
+            reply,
+        });
+        rx.await.unwrap_or(Err(ControllerError::Stopped))
+    }
+
+    /// An admin client's leader elections (ElectLeaders) on `partitions` (`None`: all),
+    /// performed by the event loop: the new leader of each partition, or why not.
+    /// [`ControllerError::NotController`] when this controller is not active.
+    pub async fn elect_leaders(
+        &self,
+        partitions: Option<Vec<TopicPartition>>,
+        kind: ElectionType,
+    ) -> Result<ElectionResults, ControllerError> {
+        let (reply, rx) = oneshot::channel();
+        self.queue.put(ControllerEvent::ElectLeaders {
+            partitions,
+            kind,
             reply,
         });
         rx.await.unwrap_or(Err(ControllerError::Stopped))
@@ -493,6 +512,19 @@ impl Controller {
                 reply,
             } => {
                 let result = self.controlled_shutdown(broker, broker_epoch).await;
+                let moved = matches!(result, Err(ControllerError::ControllerMoved));
+                let _ = reply.send(result);
+                if moved {
+                    return Err(ControllerError::ControllerMoved);
+                }
+                Ok(())
+            }
+            E::ElectLeaders {
+                partitions,
+                kind,
+                reply,
+            } => {
+                let result = self.elect_leaders(partitions, kind).await;
                 let moved = matches!(result, Err(ControllerError::ControllerMoved));
                 let _ = reply.send(result);
                 if moved {

@@ -465,6 +465,50 @@ impl<L: LogStorage> Partition<L> {
             .apply_retention(now_ms, self.high_watermark, policy)?)
     }
 
+    /// DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): moves the log
+    /// start offset forward to `offset` (-1: the high watermark), deleting the segments wholly
+    /// below it; followers follow through their fetches. Refused with
+    /// NOT_LEADER_OR_FOLLOWER on a follower and OFFSET_OUT_OF_RANGE for an offset beyond the
+    /// high watermark (or negative other than -1). Returns the offset the log now starts at
+    /// at least (the requested one, or the earlier start when it was already past it).
+    pub fn delete_records_on_leader(&mut self, offset: i64) -> Result<i64, PartitionError> {
+        if !self.is_leader() {
+            return Err(PartitionError::NotLeaderOrFollower);
+        }
+        let target = if offset == -1 {
+            self.high_watermark
+        } else {
+            offset
+        };
+        if target < 0 || target > self.high_watermark {
+            return Err(PartitionError::Log(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log.log_start_offset(),
+                log_end_offset: self.log.log_end_offset(),
+            }));
+        }
+        self.log.increment_log_start_offset(target)?;
+        Ok(target.max(self.log.log_start_offset()))
+    }
+
+    /// The low watermark of a leader (Kafka's `Partition.lowWatermarkIfLeader`): the smallest
+    /// log start offset of this replica and of the followers `alive` says are live, as each
+    /// follower last reported it in a fetch (-1 until its first fetch of this leadership);
+    /// `None` on a follower.
+    pub fn low_watermark_if_leader(&self, alive: impl Fn(BrokerId) -> bool) -> Option<i64> {
+        if !self.is_leader() {
+            return None;
+        }
+        let local = self.log.log_start_offset();
+        Some(
+            self.remotes
+                .iter()
+                .filter(|(id, _)| alive(**id))
+                .map(|(_, r)| r.log_start_offset)
+                .fold(local, i64::min),
+        )
+    }
+
     /// KIP-320: checks a request's `CurrentLeaderEpoch` against ours (`None` or -1: no check).
     pub fn check_leader_epoch(
         &self,
