@@ -46,6 +46,7 @@
 //! assert!(stats.epochs > 0 && stats.committed > 0);
 //! ```
 
+pub mod groups;
 pub mod kafka;
 pub mod net;
 pub mod real;
