@@ -77,6 +77,7 @@ mod builder;
 mod channel_tcp;
 pub mod config;
 pub mod glue;
+pub mod group;
 mod leader_link_tcp;
 pub mod metrics;
 pub mod node;

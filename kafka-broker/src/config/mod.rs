@@ -25,6 +25,9 @@ use std::time::Duration;
 
 use kafka_replication::log::{FileLogConfig, RetentionPolicy};
 
+use kafka_group_coordinator::GroupCoordinatorConfig;
+
+use crate::group::GroupConfig;
 use crate::node::{AutoCreateConfig, ControlledShutdownConfig, LogPlacement, NodeConfig, LISTENER};
 
 /// A setting that is missing or does not hold a valid value.
@@ -180,6 +183,16 @@ pub const KNOWN_KEYS: &[&str] = &[
     "log.retention.hours",
     "log.retention.bytes",
     "log.retention.check.interval.ms",
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    "offsets.retention.minutes",
+    "offsets.retention.check.interval.ms",
+    "offsets.commit.timeout.ms",
+    "offset.metadata.max.bytes",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.initial.rebalance.delay.ms",
+    "group.max.size",
 ];
 
 /// The broker's settings, each under its Kafka key, with Kafka's defaults unless noted.
@@ -264,6 +277,26 @@ pub struct ServerSettings {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms` (300000).
     pub log_retention_check_interval_ms: u64,
+    /// `offsets.topic.num.partitions` (50).
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor` (3; fewer when fewer brokers are live).
+    pub offsets_topic_replication_factor: i32,
+    /// `offsets.retention.minutes` (10080: 7 days).
+    pub offsets_retention_minutes: i64,
+    /// `offsets.retention.check.interval.ms` (600000).
+    pub offsets_retention_check_interval_ms: i64,
+    /// `offsets.commit.timeout.ms` (5000).
+    pub offsets_commit_timeout_ms: i32,
+    /// `offset.metadata.max.bytes` (4096).
+    pub offset_metadata_max_bytes: usize,
+    /// `group.min.session.timeout.ms` (6000).
+    pub group_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms` (1800000).
+    pub group_max_session_timeout_ms: i32,
+    /// `group.initial.rebalance.delay.ms` (3000).
+    pub group_initial_rebalance_delay_ms: i32,
+    /// `group.max.size` (2147483647).
+    pub group_max_size: i32,
 }
 
 /// Typed reads of a property map, each error naming its key.
@@ -464,6 +497,24 @@ impl ServerSettings {
                 300_000,
                 1,
             )?,
+            offsets_topic_num_partitions: r.number("offsets.topic.num.partitions", 50, 1)?,
+            offsets_topic_replication_factor: r.number("offsets.topic.replication.factor", 3, 1)?,
+            offsets_retention_minutes: r.number("offsets.retention.minutes", 10_080, 1)?,
+            offsets_retention_check_interval_ms: r.number(
+                "offsets.retention.check.interval.ms",
+                600_000,
+                1,
+            )?,
+            offsets_commit_timeout_ms: r.number("offsets.commit.timeout.ms", 5_000, 1)?,
+            offset_metadata_max_bytes: r.number("offset.metadata.max.bytes", 4_096, 0)?,
+            group_min_session_timeout_ms: r.number("group.min.session.timeout.ms", 6_000, 0)?,
+            group_max_session_timeout_ms: r.number("group.max.session.timeout.ms", 1_800_000, 0)?,
+            group_initial_rebalance_delay_ms: r.number(
+                "group.initial.rebalance.delay.ms",
+                3_000,
+                0,
+            )?,
+            group_max_size: r.number("group.max.size", i32::MAX, 1)?,
         };
         let unknown = props
             .keys()
@@ -536,6 +587,26 @@ impl ServerSettings {
             partitions: self.num_partitions,
             replication_factor: self.default_replication_factor,
         });
+        c.groups = GroupConfig::new()
+            .with_coordinator(
+                GroupCoordinatorConfig::new()
+                    .with_offsets_topic_num_partitions(self.offsets_topic_num_partitions)
+                    .with_session_timeout_bounds(
+                        self.group_min_session_timeout_ms,
+                        self.group_max_session_timeout_ms,
+                    )
+                    .with_initial_rebalance_delay_ms(self.group_initial_rebalance_delay_ms)
+                    .with_group_max_size(self.group_max_size)
+                    .with_offsets_retention_ms(
+                        self.offsets_retention_minutes.saturating_mul(60_000),
+                    )
+                    .with_offsets_retention_check_interval_ms(
+                        self.offsets_retention_check_interval_ms,
+                    )
+                    .with_offset_metadata_max_bytes(self.offset_metadata_max_bytes),
+            )
+            .with_offsets_topic_replication_factor(self.offsets_topic_replication_factor)
+            .with_offsets_commit_timeout_ms(self.offsets_commit_timeout_ms);
         c.controlled_shutdown = ControlledShutdownConfig {
             enable: self.controlled_shutdown_enable,
             max_retries: self.controlled_shutdown_max_retries,

@@ -228,3 +228,38 @@ fn retention_keys_follow_kafkas_precedence_and_bounds() {
     let c = s.node_config("127.0.0.1:9092".parse().expect("address"));
     assert_eq!(c.broker.retention_check_interval_ms, 1_000);
 }
+
+#[test]
+fn group_coordinator_settings_default_to_kafkas_and_reach_the_node_config() {
+    let (s, unknown) = settings("broker.id=0").expect("valid");
+    assert!(unknown.is_empty());
+    assert_eq!(
+        (
+            s.offsets_topic_num_partitions,
+            s.offsets_topic_replication_factor
+        ),
+        (50, 3)
+    );
+    assert_eq!(s.offsets_retention_minutes, 7 * 24 * 60);
+    assert_eq!(s.group_initial_rebalance_delay_ms, 3_000);
+    assert_eq!(
+        (
+            s.group_min_session_timeout_ms,
+            s.group_max_session_timeout_ms
+        ),
+        (6_000, 1_800_000)
+    );
+    let (s, unknown) = settings(
+        "broker.id=0\noffsets.topic.num.partitions=5\noffsets.topic.replication.factor=1\n\
+         group.initial.rebalance.delay.ms=0\noffsets.retention.minutes=2\ngroup.max.size=4",
+    )
+    .expect("valid");
+    assert!(unknown.is_empty());
+    let c = s.node_config("127.0.0.1:9092".parse().expect("addr"));
+    assert_eq!(c.groups.coordinator.offsets_topic_num_partitions, 5);
+    assert_eq!(c.groups.offsets_topic_replication_factor, 1);
+    assert_eq!(c.groups.coordinator.group_initial_rebalance_delay_ms, 0);
+    assert_eq!(c.groups.coordinator.offsets_retention_ms, 120_000);
+    assert_eq!(c.groups.coordinator.group_max_size, 4);
+    assert!(settings("broker.id=0\noffsets.topic.num.partitions=0").is_err());
+}

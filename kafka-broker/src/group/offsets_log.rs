@@ -66,11 +66,12 @@ where
     W: IsrWriter + 'static,
 {
     fn leader_epoch(&self, partition: i32) -> Result<i32, ErrorCode> {
-        self.driver.with_manager(|m, _| match m.partition(&tp(partition)) {
-            Some(p) if p.is_leader() => Ok(p.leader_epoch()),
-            Some(_) => Err(ErrorCode::NotLeaderOrFollower),
-            None => Err(ErrorCode::UnknownTopicOrPartition),
-        })
+        self.driver
+            .with_manager(|m, _| match m.partition(&tp(partition)) {
+                Some(p) if p.is_leader() => Ok(p.leader_epoch()),
+                Some(_) => Err(ErrorCode::NotLeaderOrFollower),
+                None => Err(ErrorCode::UnknownTopicOrPartition),
+            })
     }
 
     fn read_all(&self, partition: i32, leader_epoch: i32) -> Result<Vec<LogRecord>, ErrorCode> {

@@ -68,6 +68,7 @@ use crate::glue::{
     BrokerRegistrar, IsrChangePropagator, IsrChangeQueue, IsrPropagationConfig, RegisteredBroker,
     ZkIsrWriter, ZkProducerIdManager,
 };
+use crate::group::{GroupApis, GroupConfig, GroupService};
 use crate::server::{ServerError, ServerHandle};
 use crate::{Broker, BrokerConfig, KafkaApis, TcpBrokerChannel, TcpLeaderLink};
 
@@ -181,6 +182,8 @@ pub struct NodeConfig {
     /// How often the replication and controller stats are published to the [`metrics`]
     /// facade ([`crate::metrics`]; a no-op without a recorder). Default 1 s.
     pub metrics_interval: Duration,
+    /// The group coordinator's settings (`group.*`, `offsets.*`).
+    pub groups: GroupConfig,
 }
 
 impl NodeConfig {
@@ -188,6 +191,13 @@ impl NodeConfig {
     #[must_use]
     pub fn with_metrics_interval(mut self, interval: Duration) -> Self {
         self.metrics_interval = interval;
+        self
+    }
+
+    /// Sets [`groups`](Self::groups).
+    #[must_use]
+    pub fn with_groups(mut self, groups: GroupConfig) -> Self {
+        self.groups = groups;
         self
     }
 
@@ -273,6 +283,7 @@ impl NodeConfig {
             registration_wait: crate::glue::DEFAULT_HOLDER_WAIT,
             controlled_shutdown: ControlledShutdownConfig::default(),
             metrics_interval: Duration::from_secs(1),
+            groups: GroupConfig::default(),
         }
     }
 
@@ -318,6 +329,7 @@ pub struct BrokerNode {
     session: Arc<dyn Coordination>,
     controlled_shutdown: ControlledShutdownConfig,
     cluster_id: String,
+    groups: GroupService,
     _metrics: crate::metrics::MetricsPublisher,
     _data_dir: Option<data_dir::DataDirLock>,
 }
@@ -341,23 +353,46 @@ fn now_ms() -> i64 {
 }
 
 /// The data plane: a [`Broker`] whose Metadata answers create unknown topics first
-/// ([`AutoCreateTopics`]).
+/// ([`AutoCreateTopics`]), behind the group coordinator's APIs ([`GroupApis`]).
 async fn start_data_plane(
     config: &NodeConfig,
     isr_writer: ZkIsrWriter,
     addresses: crate::AddressBook,
     store: Arc<dyn Coordination>,
-) -> Result<(Arc<NodeApis>, ServerHandle), ServerError> {
+) -> Result<(Arc<NodeApis>, ServerHandle, GroupService), ServerError> {
     let auto_create = config.auto_create_topics;
+    let groups = config.groups.clone();
+    let mut service = None;
     let broker = Broker::start_with_handler(
         config.broker.clone(),
         config.logs.factory(),
         isr_writer,
         addresses,
-        |apis| Arc::new(AutoCreateTopics::new(apis, store, auto_create)),
+        |apis| {
+            let inner = Arc::new(AutoCreateTopics::new(
+                apis.clone(),
+                store.clone(),
+                auto_create,
+            ));
+            let handler = GroupApis::start(inner, apis, store, groups);
+            service = Some(handler.service().clone());
+            Arc::new(handler)
+        },
     )
-    .await?;
-    Ok(broker.into_parts())
+    .await;
+    let (apis, server) = match broker {
+        Ok(b) => b.into_parts(),
+        Err(e) => {
+            if let Some(s) = service {
+                s.shutdown().await;
+            }
+            return Err(e);
+        }
+    };
+    let Some(service) = service else {
+        unreachable!("the handler closure runs before the server binds");
+    };
+    Ok((apis, server, service))
 }
 
 impl BrokerNode {
@@ -387,7 +422,7 @@ impl BrokerNode {
         let changes = IsrChangeQueue::new(tokio::time::Instant::now());
         let isr_writer = ZkIsrWriter::new(session.clone(), changes.clone());
         let addresses = StoreAddressBook::spawn(session.clone(), LISTENER, config.address_refresh);
-        let (apis, server) =
+        let (apis, server, groups) =
             start_data_plane(&config, isr_writer, addresses.book(), session.clone()).await?;
         let addr = server.local_addr();
         // Producer ids in blocks from /latest_producer_id_block, unique across restarts.
@@ -406,6 +441,7 @@ impl BrokerNode {
             Ok(r) => r,
             Err(e) => {
                 server.shutdown().await;
+                groups.shutdown().await;
                 apis.driver().shutdown().await;
                 return Err(e.into());
             }
@@ -437,6 +473,7 @@ impl BrokerNode {
             session,
             controlled_shutdown: config.controlled_shutdown,
             cluster_id,
+            groups,
             _metrics: metrics,
             _data_dir: data_dir,
         })
@@ -477,6 +514,11 @@ impl BrokerNode {
         &self.addresses
     }
 
+    /// The group coordinator of this broker.
+    pub fn groups(&self) -> &GroupService {
+        &self.groups
+    }
+
     /// The node's client of the coordination store.
     pub fn session(&self) -> &Arc<dyn Coordination> {
         &self.session
@@ -498,6 +540,7 @@ impl BrokerNode {
             session,
             controlled_shutdown: _,
             cluster_id: _,
+            groups,
             _metrics: metrics,
             _data_dir: data_dir,
         } = self;
@@ -515,6 +558,7 @@ impl BrokerNode {
             tracing::warn!(broker = id, "controller did not resign in time");
         }
         server.shutdown().await;
+        groups.shutdown().await;
         apis.driver().shutdown().await;
         drop(registered);
         let path = paths::broker(id);
