@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 
 # The crates published to crates.io, in dependency order.
 LIB_CRATES=(kafka-wire ha-coordination ha-testkit zab-core kafka-replication kafka-controller
+            kafka-group-coordinator
             kafka-broker zab-coordination)
 
 need_apt=()

@@ -4,7 +4,10 @@
 //! fences through one: the [`Coordination`] trait, the embedded [`MemoryCoordination`] (on a
 //! [`ZnodeTree`] shared by its sessions), the real-ZooKeeper `ZooKeeperCoordination` (feature
 //! `zookeeper`), [`CoordinationCluster`] for stores whose sessions can be expired on demand,
-//! and a conformance suite any implementation can run (feature `testing`). It knows nothing of
+//! [`CoordinationLayer`] for wrappers that change one method and forward the rest, and a
+//! conformance suite any implementation can run (feature `testing`: `conformance`, with
+//! [`CoordinationCluster`] as its builder and `conformance::test_all`). The feature is purely
+//! additive: it adds the module and changes no behaviour. It knows nothing of
 //! Kafka: `kafka-controller` keeps Kafka's znode layout on top of it.
 //!
 //! # Semantics in brief
@@ -72,6 +75,7 @@ mod cluster;
 #[cfg(feature = "testing")]
 pub mod conformance;
 mod error;
+mod layer;
 mod memory;
 pub mod path;
 #[cfg(feature = "tokio")]
@@ -83,6 +87,7 @@ mod zookeeper;
 
 pub use cluster::{CoordinationCluster, MemoryCluster};
 pub use error::CoordinationError;
+pub use layer::CoordinationLayer;
 pub use memory::{MemoryCoordination, MemoryTree, TreeChange, ZnodeTree};
 #[cfg(feature = "tokio")]
 pub use retry::RetryUntilConnected;

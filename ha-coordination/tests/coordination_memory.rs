@@ -38,7 +38,7 @@ conformance_case!(
 
 #[tokio::test]
 async fn whole_suite_runs_on_one_shared_tree() {
-    if let Err(e) = conformance::run_all(&MemoryCluster::new()).await {
+    if let Err(e) = conformance::test_all(&MemoryCluster::new()).await {
         panic!("{e}");
     }
 }

@@ -154,7 +154,9 @@ async fn conformance_suite_on_real_zookeeper() -> Result<(), Box<dyn std::error:
     if !require_zookeeper("conformance_suite_on_real_zookeeper")? {
         return Ok(());
     }
-    run_suite(&ZkEnsemble::standalone()?).await
+    let zk = ZkEnsemble::standalone()?;
+    conformance::test_all(&ZkHarness::new(&zk)?).await?;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

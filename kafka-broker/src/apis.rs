@@ -224,7 +224,7 @@ where
                         ..Default::default()
                     };
                     let (code, offset, epoch) = match m.partition(&tp) {
-                        None => (ErrorCode::UnknownTopicOrPartition, -1, -1),
+                        None => (m.not_hosted_error(&tp), -1, -1),
                         Some(part) => {
                             let current = (version >= 4).then_some(p.current_leader_epoch);
                             match part.check_local_replica(current, true) {

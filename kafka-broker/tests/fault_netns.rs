@@ -90,15 +90,19 @@ fn operable_broker_loses_no_acknowledged_record_under_real_process_faults_in_nam
 
 /// A rolling restart of every broker (SIGTERM: controlled shutdown, then a restart, full ISRs
 /// before the next) under the acks=all producer: nothing lost or duplicated, no produce timed
-/// out, and every error a broker answered is the retriable NOT_LEADER_OR_FOLLOWER (6), as with
-/// Kafka's controlled shutdown. Transport errors (a refused connection or one closed by the
-/// broker that is stopping: `connect`, `produce io`; no Metadata answer within the client's
-/// timeouts: `metadata unavailable`), and a Metadata answer naming no leader for a moment
-/// (`no leader`, Kafka's retriable LEADER_NOT_AVAILABLE), are retried by the client, as
-/// librdkafka does, and allowed: none of them is a produce error. The run prints how long a
-/// partition was leaderless in the metadata and how long it went without an acknowledgement.
+/// out, and every error a broker answered is retriable: NOT_LEADER_OR_FOLLOWER (6), as with
+/// Kafka's controlled shutdown, or UNKNOWN_TOPIC_OR_PARTITION (3) from a broker that has just
+/// restarted and has not yet had its first UpdateMetadata from the controller (a producer
+/// with stale metadata reaching it in that window gets 3 from Kafka too: `getPartitionOrError`
+/// answers 6 only for partitions its metadata cache knows; seen once under load).
+/// Transport errors (a refused connection or one closed by the broker that is stopping:
+/// `connect`, `produce io`; no Metadata answer within the client's timeouts: `metadata
+/// unavailable`), and a Metadata answer naming no leader for a moment (`no leader`, Kafka's
+/// retriable LEADER_NOT_AVAILABLE), are retried by the client, as librdkafka does, and
+/// allowed: none of them is a produce error. The run prints how long a partition was
+/// leaderless in the metadata and how long it went without an acknowledgement.
 #[test]
-fn rolling_restart_under_an_acks_all_producer_sees_only_not_leader_or_follower_from_brokers() {
+fn rolling_restart_under_an_acks_all_producer_sees_only_retriable_errors_from_brokers() {
     if !environment_ready() {
         return;
     }
@@ -125,13 +129,18 @@ fn rolling_restart_under_an_acks_all_producer_sees_only_not_leader_or_follower_f
         .filter(|k| {
             !matches!(
                 k.as_str(),
-                "produce 6" | "produce io" | "connect" | "metadata unavailable" | "no leader"
+                "produce 6"
+                    | "produce 3"
+                    | "produce io"
+                    | "connect"
+                    | "metadata unavailable"
+                    | "no leader"
             )
         })
         .collect();
     assert!(
         others.is_empty(),
-        "produce errors beyond NOT_LEADER_OR_FOLLOWER and transport errors: {others:?}\n{}",
+        "produce errors beyond the retriable NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION and transport errors: {others:?}\n{}",
         report.render()
     );
 }

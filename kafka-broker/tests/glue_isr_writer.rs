@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ha_coordination::{
-    Coordination, CoordinationError, CreateMode, EventStream, MemoryCoordination, Op, OpResult,
-    SessionId, SessionState, Stat, ZooKeeperCoordination, ZooKeeperOptions, ANY_VERSION,
+    Coordination, CoordinationError, CoordinationLayer, CreateMode, MemoryCoordination, Stat,
+    ZooKeeperCoordination, ZooKeeperOptions, ANY_VERSION,
 };
 use ha_testkit::{require_zookeeper, ZkEnsemble};
 use kafka_broker::glue::{propagate_once, IsrChangeQueue, IsrPropagationConfig, ZkIsrWriter};
@@ -158,34 +158,11 @@ struct LoseFirstAnswer {
 }
 
 #[async_trait]
-impl Coordination for LoseFirstAnswer {
-    fn session_id(&self) -> SessionId {
-        self.inner.session_id()
+impl CoordinationLayer for LoseFirstAnswer {
+    fn inner(&self) -> &dyn Coordination {
+        self.inner.as_ref()
     }
-    fn session_state(&self) -> SessionState {
-        self.inner.session_state()
-    }
-    fn events(&self) -> EventStream {
-        self.inner.events()
-    }
-    async fn create(
-        &self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> Result<(String, Stat), CoordinationError> {
-        self.inner.create(path, data, mode).await
-    }
-    async fn get_data(
-        &self,
-        path: &str,
-        watch: bool,
-    ) -> Result<(Vec<u8>, Stat), CoordinationError> {
-        self.inner.get_data(path, watch).await
-    }
-    async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, CoordinationError> {
-        self.inner.exists(path, watch).await
-    }
+
     async fn set_data(
         &self,
         path: &str,
@@ -200,15 +177,6 @@ impl Coordination for LoseFirstAnswer {
             return Err(CoordinationError::ConnectionLoss);
         }
         Ok(stat)
-    }
-    async fn delete(&self, path: &str, version: i32) -> Result<(), CoordinationError> {
-        self.inner.delete(path, version).await
-    }
-    async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError> {
-        self.inner.children(path, watch).await
-    }
-    async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, CoordinationError> {
-        self.inner.multi(ops).await
     }
 }
 

@@ -71,7 +71,7 @@ async fn find_coordinator(via: &BrokerNode, not: Option<i32>) -> (i32, std::net:
         );
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "no coordinator after 30 s"
+            "no coordinator (other than {not:?}) after 30 s: {r:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -131,6 +131,12 @@ async fn fetched_offset(conn: &mut KafkaConnection) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_offsets_and_generation_survive_a_coordinator_failover() {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    }
     let tree = MemoryTree::new();
     let mut nodes = Vec::new();
     for id in [1, 2] {
@@ -140,10 +146,45 @@ async fn group_offsets_and_generation_survive_a_coordinator_failover() {
                 .expect("node starts"),
         );
     }
+    kafka_controller::admin::create_topic(
+        &tree.connect(),
+        "orders",
+        1,
+        2,
+        kafka_controller::assignment::AssignmentStart::fixed(0),
+    )
+    .await
+    .expect("topic created");
     let (coordinator, addr) = find_coordinator(&nodes[0], None).await;
     let mut conn = KafkaConnection::connect(addr, "consumer-1")
         .await
         .expect("connect");
+
+    // v4+ batch keys; transactional ids have no coordinator here, share groups are refused.
+    for (key_type, expected) in [
+        (0, ErrorCode::None),
+        (1, ErrorCode::CoordinatorNotAvailable),
+        (2, ErrorCode::InvalidRequest),
+    ] {
+        let body = RequestBody::FindCoordinator(FindCoordinatorRequest {
+            key_type,
+            coordinator_keys: vec![GROUP.into(), "another-group".into()],
+            ..Default::default()
+        });
+        let ResponseBody::FindCoordinator(r) = send(&mut conn, 4, body).await else {
+            panic!("not a FindCoordinator response");
+        };
+        assert_eq!(r.coordinators.len(), 2);
+        assert_eq!(r.coordinators[0].key.to_string(), GROUP);
+        assert_eq!(
+            r.coordinators[0].error_code,
+            expected.code(),
+            "key type {key_type}"
+        );
+        if key_type == 0 {
+            assert_eq!(r.coordinators[0].node_id, coordinator);
+        }
+    }
 
     // KIP-394: the first JoinGroup (v5) is told its member id (once the coordinator has
     // loaded its partition).
@@ -186,26 +227,55 @@ async fn group_offsets_and_generation_survive_a_coordinator_failover() {
     assert_eq!(s.error_code, 0);
     assert_eq!(&s.assignment[..], b"orders-0");
 
+    // A commit names a partition that exists and one that does not (Kafka answers
+    // UNKNOWN_TOPIC_OR_PARTITION for it); the topic's metadata may still be on its way.
     let commit = RequestBody::OffsetCommit(OffsetCommitRequest {
         group_id: GROUP.into(),
         generation_id_or_member_epoch: 1,
         member_id: member_id.as_str().into(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: "orders".into(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: 1234,
-                committed_metadata: Some("".into()),
+        topics: vec![
+            OffsetCommitRequestTopic {
+                name: "orders".into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1234,
+                    committed_metadata: Some("".into()),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        }],
+            },
+            OffsetCommitRequestTopic {
+                name: "no-such-topic".into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     });
-    let ResponseBody::OffsetCommit(c) = send(&mut conn, 7, commit).await else {
-        panic!("not an OffsetCommit response");
-    };
-    assert_eq!(c.topics[0].partitions[0].error_code, 0);
+    let started = Instant::now();
+    loop {
+        let ResponseBody::OffsetCommit(c) = send(&mut conn, 7, commit.clone()).await else {
+            panic!("not an OffsetCommit response");
+        };
+        assert_eq!(
+            c.topics[1].partitions[0].error_code,
+            ErrorCode::UnknownTopicOrPartition.code()
+        );
+        let code = c.topics[0].partitions[0].error_code;
+        if code == 0 {
+            break;
+        }
+        assert_eq!(code, ErrorCode::UnknownTopicOrPartition.code());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "orders never known"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(fetched_offset(&mut conn).await, 1234);
 
     // The coordinator's broker goes away (a clean shutdown: the controller moves its

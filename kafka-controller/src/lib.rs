@@ -11,6 +11,10 @@
 //! randomness either: fresh topic ids come from a [`topic_id_source::TopicIdGenerator`] the
 //! caller passes in.
 //!
+//! Feature `testing` (implies `tokio`) adds `testing`, the conformance suite of
+//! [`broker_channel::BrokerChannel`] (a builder trait, `test_all` and the single cases) for any
+//! implementation to run in its own tests; purely additive, it changes no behaviour.
+//!
 //! The controller's decisions are plain functions over a [`context::ControllerContext`]:
 //! the partition and replica state machines, leader election, replica assignment, request
 //! batching, reassignment steps and the auto-rebalance check. They do no IO. Where Kafka's
@@ -85,5 +89,7 @@ pub mod reassignment;
 pub mod rebalance;
 pub mod replica_state_machine;
 pub mod request_batch;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod topic_id_source;
 pub mod zk_data;

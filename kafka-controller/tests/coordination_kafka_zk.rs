@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ha_coordination::{CoordinationError, CreateMode, MemoryTree, Op, ANY_VERSION};
+use ha_coordination::{Coordination, CoordinationError, CreateMode, MemoryTree, Op, ANY_VERSION};
 use kafka_controller::zk_data::{
     paths, BrokerRegistration, Campaign, ControllerEpoch, ControllerZNode, KafkaZkClient,
     KafkaZkError, PartitionStateZNode,
@@ -412,16 +412,11 @@ struct HolderExpiresAfterCreate {
 }
 
 #[async_trait::async_trait]
-impl ha_coordination::Coordination for HolderExpiresAfterCreate {
-    fn session_id(&self) -> ha_coordination::SessionId {
-        self.inner.session_id()
+impl ha_coordination::CoordinationLayer for HolderExpiresAfterCreate {
+    fn inner(&self) -> &dyn ha_coordination::Coordination {
+        &self.inner
     }
-    fn session_state(&self) -> ha_coordination::SessionState {
-        self.inner.session_state()
-    }
-    fn events(&self) -> ha_coordination::EventStream {
-        self.inner.events()
-    }
+
     async fn create(
         &self,
         path: &str,
@@ -433,40 +428,6 @@ impl ha_coordination::Coordination for HolderExpiresAfterCreate {
             self.tree.expire(self.holder);
         }
         r
-    }
-    async fn get_data(
-        &self,
-        path: &str,
-        watch: bool,
-    ) -> Result<(Vec<u8>, ha_coordination::Stat), CoordinationError> {
-        self.inner.get_data(path, watch).await
-    }
-    async fn exists(
-        &self,
-        path: &str,
-        watch: bool,
-    ) -> Result<Option<ha_coordination::Stat>, CoordinationError> {
-        self.inner.exists(path, watch).await
-    }
-    async fn set_data(
-        &self,
-        path: &str,
-        data: &[u8],
-        version: i32,
-    ) -> Result<ha_coordination::Stat, CoordinationError> {
-        self.inner.set_data(path, data, version).await
-    }
-    async fn delete(&self, path: &str, version: i32) -> Result<(), CoordinationError> {
-        self.inner.delete(path, version).await
-    }
-    async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError> {
-        self.inner.children(path, watch).await
-    }
-    async fn multi(
-        &self,
-        ops: Vec<Op>,
-    ) -> Result<Vec<ha_coordination::OpResult>, CoordinationError> {
-        self.inner.multi(ops).await
     }
 }
 

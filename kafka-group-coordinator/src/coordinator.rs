@@ -75,6 +75,17 @@ pub enum Input {
         /// The records, in log order.
         records: Vec<LogRecord>,
     },
+    /// This broker, which has led the partition without interruption since it loaded it, leads
+    /// it at a newer leader epoch (the controller bumps the epoch when the ISR loses a
+    /// replica): the groups stay as they are and later appends carry the new epoch, as Kafka's
+    /// coordinator keeps a partition it already owns. Ignored unless the partition is loaded
+    /// at an older epoch.
+    Reelected {
+        /// The `__consumer_offsets` partition.
+        partition: i32,
+        /// The new leader epoch.
+        leader_epoch: i32,
+    },
     /// This broker is no longer leader of the partition: its groups are dropped, their waiting
     /// JoinGroup / SyncGroup requests answered `NOT_COORDINATOR`.
     Unload {
@@ -257,6 +268,9 @@ struct Core {
     now: u64,
     actions: VecDeque<Action>,
     appends: BTreeMap<u64, PendingAppend>,
+    /// Appends that failed before they were asked for (their records could not be encoded):
+    /// completed with UNKNOWN_SERVER_ERROR at the end of the input that made them.
+    failed_appends: VecDeque<u64>,
     next_append_id: u64,
     next_incarnation: u64,
     member_counter: u64,
@@ -307,6 +321,15 @@ impl Core {
         });
     }
 
+    /// An append whose records could not be encoded: its waiters get the failure (as from a
+    /// failed append) once the current input is handled.
+    fn fail_append(&mut self, pending: PendingAppend) {
+        let append_id = self.next_append_id;
+        self.next_append_id += 1;
+        self.appends.insert(append_id, pending);
+        self.failed_appends.push_back(append_id);
+    }
+
     fn incarnation(&mut self) -> u64 {
         self.next_incarnation += 1;
         self.next_incarnation
@@ -341,15 +364,21 @@ impl Core {
         }
         .encode();
         let value = g.metadata_value(assignment).encode();
-        self.append(
-            g.partition,
-            leader_epoch,
-            vec![AppendRecord {
-                key,
-                value: Some(value),
-            }],
-            pending,
-        );
+        match (key, value) {
+            (Ok(key), Ok(value)) => self.append(
+                g.partition,
+                leader_epoch,
+                vec![AppendRecord {
+                    key,
+                    value: Some(value),
+                }],
+                pending,
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(group = %g.id, error = %e, "group metadata cannot be written");
+                self.fail_append(pending);
+            }
+        }
     }
 
     // ---- rebalances ----
@@ -561,6 +590,7 @@ impl GroupCoordinator {
                 now: 0,
                 actions: VecDeque::new(),
                 appends: BTreeMap::new(),
+                failed_appends: VecDeque::new(),
                 next_append_id: 1,
                 next_incarnation: 0,
                 member_counter: 0,
@@ -595,6 +625,11 @@ impl GroupCoordinator {
             self.partitions.get(&partition),
             Some(PartitionStatus::Loaded { .. })
         )
+    }
+
+    /// The leader epoch a loaded (or loading) partition is held at.
+    pub fn leader_epoch(&self, partition: i32) -> Option<i32> {
+        self.partitions.get(&partition).map(|s| s.epoch())
     }
 
     /// The state of a group, if this coordinator holds it.
@@ -658,6 +693,10 @@ impl GroupCoordinator {
                 leader_epoch,
                 records,
             } => self.load(partition, leader_epoch, records),
+            Input::Reelected {
+                partition,
+                leader_epoch,
+            } => self.reelected(partition, leader_epoch),
             Input::Unload { partition } => {
                 self.unload_groups(partition);
                 self.partitions.remove(&partition);
@@ -669,6 +708,9 @@ impl GroupCoordinator {
         }
         // Timers the input set to fire at once (a zero initial rebalance delay).
         self.fire_timers();
+        while let Some(append_id) = self.core.failed_appends.pop_front() {
+            self.append_completed(append_id, Err(ErrorCode::UnknownServerError));
+        }
     }
 
     fn epoch_of(&self, partition: i32) -> i32 {
@@ -758,15 +800,16 @@ impl GroupCoordinator {
             let expired = g.remove_expired_offsets(now, retention);
             let out = tombstones.entry(g.partition).or_default();
             for (topic, partition) in expired {
-                out.push(AppendRecord {
-                    key: RecordKey::OffsetCommit {
-                        group: g.id.clone(),
-                        topic,
-                        partition,
-                    }
-                    .encode(),
-                    value: None,
-                });
+                // Keys of offsets that were written once always encode again.
+                if let Ok(key) = (RecordKey::OffsetCommit {
+                    group: g.id.clone(),
+                    topic,
+                    partition,
+                })
+                .encode()
+                {
+                    out.push(AppendRecord { key, value: None });
+                }
             }
             if g.is(GroupState::Empty)
                 && g.offsets.is_empty()
@@ -774,13 +817,13 @@ impl GroupCoordinator {
             {
                 g.transition(GroupState::Dead, now);
                 dead.push(g.id.clone());
-                out.push(AppendRecord {
-                    key: RecordKey::GroupMetadata {
-                        group: g.id.clone(),
-                    }
-                    .encode(),
-                    value: None,
-                });
+                if let Ok(key) = (RecordKey::GroupMetadata {
+                    group: g.id.clone(),
+                })
+                .encode()
+                {
+                    out.push(AppendRecord { key, value: None });
+                }
             }
         }
         for id in dead {
@@ -817,6 +860,23 @@ impl GroupCoordinator {
                     }
                 }
             }
+        }
+    }
+
+    fn reelected(&mut self, partition: i32, leader_epoch: i32) {
+        match self.partitions.get(&partition) {
+            Some(PartitionStatus::Loaded { leader_epoch: old }) if *old < leader_epoch => {
+                self.partitions
+                    .insert(partition, PartitionStatus::Loaded { leader_epoch });
+                for g in self
+                    .groups
+                    .values_mut()
+                    .filter(|g| g.partition == partition)
+                {
+                    g.leader_epoch = leader_epoch;
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1517,23 +1577,31 @@ impl GroupCoordinator {
                     expire_timestamp: expire,
                     log_offset: -1,
                 };
-                records.push(AppendRecord {
-                    key: RecordKey::OffsetCommit {
-                        group: g.id.clone(),
-                        topic: t.name.clone(),
-                        partition: p.partition_index,
+                let key = RecordKey::OffsetCommit {
+                    group: g.id.clone(),
+                    topic: t.name.clone(),
+                    partition: p.partition_index,
+                }
+                .encode();
+                let value = OffsetCommitValue {
+                    offset: commit.offset,
+                    leader_epoch: commit.leader_epoch,
+                    metadata: commit.metadata.clone(),
+                    commit_timestamp: commit.commit_timestamp,
+                    expire_timestamp: commit.expire_timestamp.unwrap_or(-1),
+                }
+                .encode();
+                let (key, value) = match (key, value) {
+                    (Ok(k), Ok(v)) => (k, v),
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!(group = %g.id, topic = %t.name, partition = p.partition_index, error = %e, "offset commit cannot be written");
+                        response.topics[ti].partitions[pi].error = ErrorCode::UnknownServerError;
+                        continue;
                     }
-                    .encode(),
-                    value: Some(
-                        OffsetCommitValue {
-                            offset: commit.offset,
-                            leader_epoch: commit.leader_epoch,
-                            metadata: commit.metadata.clone(),
-                            commit_timestamp: commit.commit_timestamp,
-                            expire_timestamp: commit.expire_timestamp.unwrap_or(-1),
-                        }
-                        .encode(),
-                    ),
+                };
+                records.push(AppendRecord {
+                    key,
+                    value: Some(value),
                 });
                 slots.push((ti, pi));
                 commits.push(((t.name.clone(), p.partition_index), commit));

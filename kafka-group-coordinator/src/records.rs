@@ -10,40 +10,47 @@
 //! `GroupMetadataManager.offsetCommitValue`), `GroupMetadataValue` v3, `OffsetCommitKey` v1 and
 //! `GroupMetadataKey` v2. A key with a null value is a tombstone.
 //!
+//! The bytes are those of `kafka-wire`'s record types, generated from Kafka's specs of these
+//! records ([`kafka_wire::DataRecord`]); the types here are the coordinator's own view of them.
 //! Decoding checks every length against the bytes left, so arbitrary bytes give a
-//! [`RecordError`] and never a panic or an unbounded allocation.
+//! [`RecordError`] and never a panic or an unbounded allocation. Encoding fails (never writes
+//! a wrong length) when a string does not fit the version written, e.g. a group id longer
+//! than an `int16` string can hold.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use kafka_wire::messages as wire;
+use kafka_wire::{DataRecord, DecodeError, EncodeError};
 
-/// Why a `__consumer_offsets` key or value could not be read.
+/// Why a `__consumer_offsets` key or value could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecordError {
-    /// The bytes end before a field does.
-    #[error("record truncated: {needed} bytes needed, {remaining} left")]
-    Truncated {
-        /// Bytes the next field needs.
-        needed: usize,
-        /// Bytes that remain.
-        remaining: usize,
-    },
-    /// A value version this coordinator cannot read.
-    #[error("unsupported {record} version {version}")]
-    UnsupportedVersion {
+    /// The bytes are not a record of this type at any version read here.
+    #[error("reading {record}: {source}")]
+    Decode {
         /// The record type.
         record: &'static str,
-        /// The version read.
-        version: i16,
+        /// Why.
+        #[source]
+        source: DecodeError,
     },
-    /// A length that is negative where null is not allowed, or out of range.
-    #[error("invalid length {0}")]
-    InvalidLength(i64),
-    /// A string that is not UTF-8.
-    #[error("string is not UTF-8")]
-    InvalidUtf8,
-    /// A non-null field that was null.
-    #[error("field {0} must not be null")]
-    UnexpectedNull(&'static str),
+    /// The record cannot be written at the version written (a string too long for it).
+    #[error("writing {record}: {source}")]
+    Encode {
+        /// The record type.
+        record: &'static str,
+        /// Why.
+        #[source]
+        source: EncodeError,
+    },
+}
+
+fn decode_err(record: &'static str) -> impl Fn(DecodeError) -> RecordError {
+    move |source| RecordError::Decode { record, source }
+}
+
+fn encode_err(record: &'static str) -> impl Fn(EncodeError) -> RecordError {
+    move |source| RecordError::Encode { record, source }
 }
 
 /// The key of a `__consumer_offsets` record.
@@ -74,44 +81,68 @@ impl RecordKey {
     }
 
     /// The key's bytes (`OffsetCommitKey` v1, `GroupMetadataKey` v2).
-    pub fn encode(&self) -> Bytes {
-        let mut w = BytesMut::new();
+    pub fn encode(&self) -> Result<Bytes, RecordError> {
         match self {
             RecordKey::OffsetCommit {
                 group,
                 topic,
                 partition,
-            } => {
-                w.put_i16(1);
-                put_string(&mut w, group);
-                put_string(&mut w, topic);
-                w.put_i32(*partition);
+            } => wire::OffsetCommitKey {
+                group: group.as_str().into(),
+                topic: topic.as_str().into(),
+                partition: *partition,
+                ..Default::default()
             }
-            RecordKey::GroupMetadata { group } => {
-                w.put_i16(2);
-                put_string(&mut w, group);
+            .to_versioned_bytes(1)
+            .map_err(encode_err("OffsetCommitKey")),
+            RecordKey::GroupMetadata { group } => wire::GroupMetadataKey {
+                group: group.as_str().into(),
+                ..Default::default()
             }
+            .to_versioned_bytes(2)
+            .map_err(encode_err("GroupMetadataKey")),
         }
-        w.freeze()
     }
 
     /// Reads a key; `Ok(None)` for a key version of another record type (3 and above).
     pub fn decode(bytes: &[u8]) -> Result<Option<RecordKey>, RecordError> {
-        let mut r = Reader::new(bytes, false);
-        let version = r.i16()?;
+        let version = match bytes {
+            [a, b, ..] => i16::from_be_bytes([*a, *b]),
+            _ => {
+                return Err(RecordError::Decode {
+                    record: "key",
+                    source: DecodeError::Truncated {
+                        needed: 2,
+                        remaining: bytes.len(),
+                    },
+                })
+            }
+        };
+        let bytes = Bytes::copy_from_slice(bytes);
         match version {
-            0 | 1 => Ok(Some(RecordKey::OffsetCommit {
-                group: r.string("group")?,
-                topic: r.string("topic")?,
-                partition: r.i32()?,
-            })),
-            2 => Ok(Some(RecordKey::GroupMetadata {
-                group: r.string("group")?,
-            })),
+            0 | 1 => {
+                let (_, k) = wire::OffsetCommitKey::from_versioned_bytes(bytes)
+                    .map_err(decode_err("OffsetCommitKey"))?;
+                Ok(Some(RecordKey::OffsetCommit {
+                    group: k.group.to_string(),
+                    topic: k.topic.to_string(),
+                    partition: k.partition,
+                }))
+            }
+            2 => {
+                let (_, k) = wire::GroupMetadataKey::from_versioned_bytes(bytes)
+                    .map_err(decode_err("GroupMetadataKey"))?;
+                Ok(Some(RecordKey::GroupMetadata {
+                    group: k.group.to_string(),
+                }))
+            }
             v if v > 2 => Ok(None),
-            v => Err(RecordError::UnsupportedVersion {
+            v => Err(RecordError::Decode {
                 record: "key",
-                version: v,
+                source: DecodeError::UnsupportedVersion {
+                    api_key: -1,
+                    version: v,
+                },
             }),
         }
     }
@@ -134,47 +165,34 @@ pub struct OffsetCommitValue {
 
 impl OffsetCommitValue {
     /// The value's bytes: v3, or v1 when `expire_timestamp` is set.
-    pub fn encode(&self) -> Bytes {
-        let mut w = BytesMut::new();
-        if self.expire_timestamp >= 0 {
-            w.put_i16(1);
-            w.put_i64(self.offset);
-            put_string(&mut w, &self.metadata);
-            w.put_i64(self.commit_timestamp);
-            w.put_i64(self.expire_timestamp);
+    pub fn encode(&self) -> Result<Bytes, RecordError> {
+        let (version, leader_epoch) = if self.expire_timestamp >= 0 {
+            (1, -1)
         } else {
-            w.put_i16(3);
-            w.put_i64(self.offset);
-            w.put_i32(self.leader_epoch);
-            put_string(&mut w, &self.metadata);
-            w.put_i64(self.commit_timestamp);
+            (3, self.leader_epoch)
+        };
+        wire::OffsetCommitValue {
+            offset: self.offset,
+            leader_epoch,
+            metadata: self.metadata.as_str().into(),
+            commit_timestamp: self.commit_timestamp,
+            expire_timestamp: self.expire_timestamp,
+            ..Default::default()
         }
-        w.freeze()
+        .to_versioned_bytes(version)
+        .map_err(encode_err("OffsetCommitValue"))
     }
 
     /// Reads a value of version 0 to 4.
     pub fn decode(bytes: &[u8]) -> Result<OffsetCommitValue, RecordError> {
-        let mut r = Reader::new(bytes, false);
-        let version = r.i16()?;
-        if !(0..=4).contains(&version) {
-            return Err(RecordError::UnsupportedVersion {
-                record: "OffsetCommitValue",
-                version,
-            });
-        }
-        r.flexible = version >= 4;
-        let offset = r.i64()?;
-        let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
-        let metadata = r.string("metadata")?;
-        let commit_timestamp = r.i64()?;
-        let expire_timestamp = if version == 1 { r.i64()? } else { -1 };
-        r.skip_tagged_fields()?;
+        let (_, v) = wire::OffsetCommitValue::from_versioned_bytes(Bytes::copy_from_slice(bytes))
+            .map_err(decode_err("OffsetCommitValue"))?;
         Ok(OffsetCommitValue {
-            offset,
-            leader_epoch,
-            metadata,
-            commit_timestamp,
-            expire_timestamp,
+            offset: v.offset,
+            leader_epoch: v.leader_epoch,
+            metadata: v.metadata.to_string(),
+            commit_timestamp: v.commit_timestamp,
+            expire_timestamp: v.expire_timestamp,
         })
     }
 }
@@ -219,221 +237,71 @@ pub struct GroupMetadataValue {
 
 impl GroupMetadataValue {
     /// The value's bytes (v3).
-    pub fn encode(&self) -> Bytes {
-        let mut w = BytesMut::new();
-        w.put_i16(3);
-        put_string(&mut w, &self.protocol_type);
-        w.put_i32(self.generation);
-        put_nullable_string(&mut w, self.protocol.as_deref());
-        put_nullable_string(&mut w, self.leader.as_deref());
-        w.put_i64(self.current_state_timestamp);
-        w.put_i32(self.members.len() as i32);
-        for m in &self.members {
-            put_string(&mut w, &m.member_id);
-            put_nullable_string(&mut w, m.group_instance_id.as_deref());
-            put_string(&mut w, &m.client_id);
-            put_string(&mut w, &m.client_host);
-            w.put_i32(m.rebalance_timeout);
-            w.put_i32(m.session_timeout);
-            w.put_i32(m.subscription.len() as i32);
-            w.put_slice(&m.subscription);
-            w.put_i32(m.assignment.len() as i32);
-            w.put_slice(&m.assignment);
+    pub fn encode(&self) -> Result<Bytes, RecordError> {
+        wire::GroupMetadataValue {
+            protocol_type: self.protocol_type.as_str().into(),
+            generation: self.generation,
+            protocol: self.protocol.as_deref().map(Into::into),
+            leader: self.leader.as_deref().map(Into::into),
+            current_state_timestamp: self.current_state_timestamp,
+            members: self
+                .members
+                .iter()
+                .map(|m| wire::group_metadata_value::MemberMetadata {
+                    member_id: m.member_id.as_str().into(),
+                    group_instance_id: m.group_instance_id.as_deref().map(Into::into),
+                    client_id: m.client_id.as_str().into(),
+                    client_host: m.client_host.as_str().into(),
+                    rebalance_timeout: m.rebalance_timeout,
+                    session_timeout: m.session_timeout,
+                    subscription: m.subscription.clone(),
+                    assignment: m.assignment.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
         }
-        w.freeze()
+        .to_versioned_bytes(3)
+        .map_err(encode_err("GroupMetadataValue"))
     }
 
     /// Reads a value of version 0 to 4.
     pub fn decode(bytes: &[u8]) -> Result<GroupMetadataValue, RecordError> {
-        let mut r = Reader::new(bytes, false);
-        let version = r.i16()?;
-        if !(0..=4).contains(&version) {
-            return Err(RecordError::UnsupportedVersion {
-                record: "GroupMetadataValue",
-                version,
-            });
-        }
-        r.flexible = version >= 4;
-        let protocol_type = r.string("protocolType")?;
-        let generation = r.i32()?;
-        let protocol = r.nullable_string()?;
-        let leader = r.nullable_string()?;
-        let current_state_timestamp = if version >= 2 { r.i64()? } else { -1 };
-        // Each member takes at least 4 bytes on the wire, which bounds the count.
-        let count = r.array_len(4)?;
-        let mut members = Vec::with_capacity(count);
-        for _ in 0..count {
-            let member_id = r.string("memberId")?;
-            let group_instance_id = if version >= 3 {
-                r.nullable_string()?
-            } else {
-                None
-            };
-            let client_id = r.string("clientId")?;
-            let client_host = r.string("clientHost")?;
-            let rebalance_timeout = if version >= 1 { r.i32()? } else { -1 };
-            let session_timeout = r.i32()?;
-            let subscription = r.bytes("subscription")?;
-            let assignment = r.bytes("assignment")?;
-            r.skip_tagged_fields()?;
-            members.push(MemberMetadataValue {
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                subscription,
-                assignment,
-            });
-        }
-        r.skip_tagged_fields()?;
+        let (_, v) = wire::GroupMetadataValue::from_versioned_bytes(Bytes::copy_from_slice(bytes))
+            .map_err(decode_err("GroupMetadataValue"))?;
         Ok(GroupMetadataValue {
-            protocol_type,
-            generation,
-            protocol,
-            leader,
-            current_state_timestamp,
-            members,
+            protocol_type: v.protocol_type.to_string(),
+            generation: v.generation,
+            protocol: v.protocol.map(|p| p.to_string()),
+            leader: v.leader.map(|l| l.to_string()),
+            current_state_timestamp: v.current_state_timestamp,
+            members: v
+                .members
+                .into_iter()
+                .map(|m| MemberMetadataValue {
+                    member_id: m.member_id.to_string(),
+                    group_instance_id: m.group_instance_id.map(|i| i.to_string()),
+                    client_id: m.client_id.to_string(),
+                    client_host: m.client_host.to_string(),
+                    rebalance_timeout: m.rebalance_timeout,
+                    session_timeout: m.session_timeout,
+                    subscription: m.subscription,
+                    assignment: m.assignment,
+                })
+                .collect(),
         })
-    }
-}
-
-fn put_string(w: &mut BytesMut, s: &str) {
-    w.put_i16(s.len() as i16);
-    w.put_slice(s.as_bytes());
-}
-
-fn put_nullable_string(w: &mut BytesMut, s: Option<&str>) {
-    match s {
-        Some(s) => put_string(w, s),
-        None => w.put_i16(-1),
-    }
-}
-
-/// A bounds-checked reader over a record's bytes.
-struct Reader<'a> {
-    buf: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8], flexible: bool) -> Self {
-        Reader { buf, flexible }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.buf.len() < n {
-            return Err(RecordError::Truncated {
-                needed: n,
-                remaining: self.buf.len(),
-            });
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn i32(&mut self) -> Result<i32, RecordError> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(i64::from_be_bytes(a))
-    }
-
-    fn uvarint(&mut self) -> Result<u64, RecordError> {
-        let mut value = 0u64;
-        for shift in (0..35).step_by(7) {
-            let b = self.take(1)?[0];
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(RecordError::InvalidLength(-1))
-    }
-
-    /// A length: `None` for null.
-    fn len(&mut self, int32: bool) -> Result<Option<usize>, RecordError> {
-        let n: i64 = if self.flexible {
-            self.uvarint()? as i64 - 1
-        } else if int32 {
-            i64::from(self.i32()?)
-        } else {
-            i64::from(self.i16()?)
-        };
-        match n {
-            -1 => Ok(None),
-            n if n < -1 => Err(RecordError::InvalidLength(n)),
-            n => Ok(Some(n as usize)),
-        }
-    }
-
-    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
-        match self.len(false)? {
-            None => Ok(None),
-            Some(n) => {
-                let b = self.take(n)?;
-                std::str::from_utf8(b)
-                    .map(|s| Some(s.to_owned()))
-                    .map_err(|_| RecordError::InvalidUtf8)
-            }
-        }
-    }
-
-    fn string(&mut self, field: &'static str) -> Result<String, RecordError> {
-        self.nullable_string()?
-            .ok_or(RecordError::UnexpectedNull(field))
-    }
-
-    fn bytes(&mut self, field: &'static str) -> Result<Bytes, RecordError> {
-        match self.len(true)? {
-            None => Err(RecordError::UnexpectedNull(field)),
-            Some(n) => Ok(Bytes::copy_from_slice(self.take(n)?)),
-        }
-    }
-
-    /// An array length, checked against the bytes left at `min_size` bytes per element.
-    fn array_len(&mut self, min_size: usize) -> Result<usize, RecordError> {
-        let n = self
-            .len(true)?
-            .ok_or(RecordError::UnexpectedNull("array"))?;
-        if n.saturating_mul(min_size) > self.buf.len() {
-            return Err(RecordError::Truncated {
-                needed: n.saturating_mul(min_size),
-                remaining: self.buf.len(),
-            });
-        }
-        Ok(n)
-    }
-
-    fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
-        if !self.flexible {
-            return Ok(());
-        }
-        let count = self.uvarint()?;
-        for _ in 0..count {
-            let _tag = self.uvarint()?;
-            let size = self.uvarint()? as usize;
-            self.take(size)?;
-        }
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::{BufMut, BytesMut};
+
+    fn put_string(w: &mut BytesMut, s: &str) {
+        w.put_i16(s.len() as i16);
+        w.put_slice(s.as_bytes());
+    }
 
     #[test]
     fn keys_and_values_round_trip() {
@@ -442,9 +310,9 @@ mod tests {
             topic: "t".into(),
             partition: 3,
         };
-        assert_eq!(RecordKey::decode(&k.encode()).unwrap(), Some(k));
+        assert_eq!(RecordKey::decode(&k.encode().unwrap()).unwrap(), Some(k));
         let k = RecordKey::GroupMetadata { group: "g".into() };
-        assert_eq!(RecordKey::decode(&k.encode()).unwrap(), Some(k));
+        assert_eq!(RecordKey::decode(&k.encode().unwrap()).unwrap(), Some(k));
         let v = OffsetCommitValue {
             offset: 42,
             leader_epoch: 7,
@@ -452,13 +320,16 @@ mod tests {
             commit_timestamp: 1000,
             expire_timestamp: -1,
         };
-        assert_eq!(OffsetCommitValue::decode(&v.encode()).unwrap(), v);
+        assert_eq!(OffsetCommitValue::decode(&v.encode().unwrap()).unwrap(), v);
         let v1 = OffsetCommitValue {
             leader_epoch: -1,
             expire_timestamp: 5000,
             ..v
         };
-        assert_eq!(OffsetCommitValue::decode(&v1.encode()).unwrap(), v1);
+        assert_eq!(
+            OffsetCommitValue::decode(&v1.encode().unwrap()).unwrap(),
+            v1
+        );
         let g = GroupMetadataValue {
             protocol_type: "consumer".into(),
             generation: 4,
@@ -476,7 +347,7 @@ mod tests {
                 assignment: Bytes::from_static(b"asg"),
             }],
         };
-        assert_eq!(GroupMetadataValue::decode(&g.encode()).unwrap(), g);
+        assert_eq!(GroupMetadataValue::decode(&g.encode().unwrap()).unwrap(), g);
     }
 
     #[test]
@@ -526,7 +397,17 @@ mod tests {
         w.put_i32(i32::MAX);
         assert!(matches!(
             GroupMetadataValue::decode(&w),
-            Err(RecordError::Truncated { .. })
+            Err(RecordError::Decode { .. })
         ));
+    }
+
+    /// A string longer than an `int16` string can hold is an error, never a wrong length
+    /// written into `__consumer_offsets`.
+    #[test]
+    fn a_group_id_too_long_for_the_key_is_an_encode_error() {
+        let k = RecordKey::GroupMetadata {
+            group: "g".repeat(40_000),
+        };
+        assert!(matches!(k.encode(), Err(RecordError::Encode { .. })));
     }
 }

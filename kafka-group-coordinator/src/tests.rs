@@ -21,6 +21,8 @@ struct Harness {
     log: BTreeMap<i32, Vec<LogRecord>>,
     /// Appends held back (when `auto_complete` is off).
     held: Vec<(u64, i32, Vec<AppendRecord>)>,
+    /// The leader epoch of every append, in order.
+    append_epochs: Vec<i32>,
     auto_complete: bool,
     responses: BTreeMap<u64, Response>,
 }
@@ -33,6 +35,7 @@ impl Harness {
             next_rid: 1,
             log: BTreeMap::new(),
             held: Vec::new(),
+            append_epochs: Vec::new(),
             auto_complete: true,
             responses: BTreeMap::new(),
         }
@@ -85,8 +88,9 @@ impl Harness {
                     append_id,
                     partition,
                     records,
-                    ..
+                    leader_epoch,
                 } => {
+                    self.append_epochs.push(leader_epoch);
                     if self.auto_complete {
                         let base = self.write(partition, records);
                         self.c.handle(
@@ -1080,7 +1084,8 @@ fn tombstones_remove_groups_and_offsets_on_load() {
                 topic: "t".into(),
                 partition: 0,
             }
-            .encode(),
+            .encode()
+            .unwrap(),
             value: None,
         }],
     );
@@ -1293,4 +1298,91 @@ proptest! {
             prop_assert!(h2.fetch("g", "t", p).1 >= acked[p as usize]);
         }
     }
+}
+
+#[test]
+fn a_new_leader_epoch_of_a_loaded_partition_keeps_its_groups_and_later_appends_carry_it() {
+    let mut h = Harness::loaded();
+    let (ids, gen) = h.stable_group(2);
+    let p = h.partition("g");
+    // A rebalance is under way when the epoch moves on.
+    let rid = h.join(&ids[1], None, &[("range", "changed")]);
+    h.input(Input::Reelected {
+        partition: p,
+        leader_epoch: 5,
+    });
+    assert_eq!(h.c.leader_epoch(p), Some(5));
+    assert!(h.take(rid).is_none(), "the waiting join is kept");
+    assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
+    let rid0 = h.join(&ids[0], None, &[("range", "sub")]);
+    let joined = h.join_response(rid0);
+    assert_eq!(joined.generation_id, gen + 1);
+    h.join_response(rid);
+    // The next append (the leader's assignment) carries epoch 5.
+    let before = h.append_epochs.len();
+    let _ = h.sync(&joined.leader, gen + 1, &[(&ids[1], "x")]);
+    assert_eq!(h.append_epochs.len(), before + 1);
+    assert_eq!(h.append_epochs.last(), Some(&5));
+    // An older epoch (a late message) changes nothing.
+    h.input(Input::Reelected {
+        partition: p,
+        leader_epoch: 3,
+    });
+    assert_eq!(h.c.leader_epoch(p), Some(5));
+}
+
+#[test]
+fn leader_leaving_before_its_sync_sends_waiting_followers_back_to_rejoin() {
+    let mut h = Harness::loaded();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let rid = h.join("", None, &[("range", "sub")]);
+        ids.push(h.join_response(rid).member_id);
+    }
+    let rids: Vec<u64> = ids
+        .iter()
+        .map(|id| h.join(id, None, &[("range", "sub")]))
+        .collect();
+    h.settle();
+    let gen = h.join_response(rids[0]).generation_id;
+    h.join_response(rids[1]);
+    // CompletingRebalance: a heartbeat is fine, the follower waits for the assignment.
+    assert_eq!(h.heartbeat(&ids[1], gen, None), ErrorCode::None);
+    let follower = h.sync(&ids[1], gen, &[]);
+    assert!(h.take(follower).is_none());
+    let rid = h.send(Request::LeaveGroup(LeaveGroupRequest {
+        group_id: "g".into(),
+        members: vec![LeavingMember {
+            member_id: ids[0].clone(),
+            group_instance_id: None,
+        }],
+    }));
+    h.take(rid);
+    assert_eq!(
+        h.sync_response(follower).error,
+        ErrorCode::RebalanceInProgress
+    );
+    assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
+    let rid = h.join(&ids[1], None, &[("range", "sub")]);
+    let r = h.join_response(rid);
+    assert_eq!(
+        (r.generation_id, r.leader.as_str()),
+        (gen + 1, ids[1].as_str())
+    );
+}
+
+/// A group id longer than the `int16` string of `OffsetCommitKey` (possible through the
+/// compact strings of flexible OffsetCommit versions) cannot be written: the commit is refused
+/// with UNKNOWN_SERVER_ERROR, as Kafka's failed serialization is, and nothing — in particular
+/// no record with a wrapped length — reaches `__consumer_offsets`.
+#[test]
+fn a_commit_whose_key_cannot_be_written_is_refused_and_nothing_is_appended() {
+    let long = "g".repeat(40_000);
+    let mut h = Harness::new(GroupCoordinatorConfig::new());
+    h.load(&long);
+    let rid = h.commit(&long, "", -1, "t", 0, 5);
+    assert_eq!(h.commit_error(rid), Some(ErrorCode::UnknownServerError));
+    let p = h.partition(&long);
+    assert_eq!(h.log.get(&p).map_or(0, Vec::len), 0, "nothing appended");
+    assert_eq!(h.fetch(&long, "t", 0), (ErrorCode::None, -1));
 }

@@ -218,8 +218,16 @@
 //!
 //! [`log::MemoryLog`] is for tests and simulation; [`log::FileLog`] keeps segments with an
 //! offset index on disk, checks every batch's CRC on recovery and truncates a torn tail, and
-//! writes its epoch cache and checkpoints atomically. Both pass [`log::conformance`], which you
-//! can run against your own [`log::LogStorage`].
+//! writes its epoch cache and checkpoints atomically. Both pass the `testing::log_storage`
+//! conformance suite (feature `testing`), which you can run against your own
+//! [`log::LogStorage`].
+//!
+//! ## Cargo features
+//!
+//! - `tokio` (default): the async driver `replica_driver::ReplicaDriver`.
+//! - `testing`: the conformance suites (`testing`) of the traits a composition implements —
+//!   [`log::LogStorage`], [`isr::IsrWriter`] and (with `tokio`) [`replica_fetcher::LeaderLink`]. Purely additive: it adds a module and changes no behaviour.
+//! - `never-in-production`: test-only legacy switches (see the crate's `Cargo.toml`).
 
 pub mod epoch_cache;
 pub mod isr;
@@ -232,6 +240,8 @@ pub mod purgatory;
 pub mod replica_driver;
 pub mod replica_fetcher;
 pub mod replica_manager;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod timer;
 
 #[cfg(test)]

@@ -409,7 +409,7 @@ impl<L: LogStorage> ReplicaManager<L> {
                     ..Default::default()
                 };
                 let answer = match self.partitions.get(&tp) {
-                    None => Err(ErrorCode::UnknownTopicOrPartition.code()),
+                    None => Err(self.not_hosted_error(&tp).code()),
                     Some(part) => part
                         .last_offset_for_leader_epoch(Some(p.current_leader_epoch), p.leader_epoch)
                         .map_err(|e| error_code_of(&e)),
@@ -447,6 +447,18 @@ impl<L: LogStorage> ReplicaManager<L> {
     /// The metadata cache.
     pub fn metadata(&self) -> &MetadataCache {
         &self.metadata
+    }
+
+    /// The error for a request naming a partition this broker does not host (Kafka's
+    /// `ReplicaManager.getPartitionOrError`): NOT_LEADER_OR_FOLLOWER when the metadata cache
+    /// knows the partition (the client's metadata is stale, e.g. a restarted broker that has
+    /// its UpdateMetadata but not yet its LeaderAndIsr), UNKNOWN_TOPIC_OR_PARTITION otherwise.
+    pub fn not_hosted_error(&self, tp: &TopicPartition) -> ErrorCode {
+        if self.metadata.partition(tp).is_some() {
+            ErrorCode::NotLeaderOrFollower
+        } else {
+            ErrorCode::UnknownTopicOrPartition
+        }
     }
 
     /// The newest controller epoch seen.
@@ -979,8 +991,9 @@ impl<L: LogStorage> ReplicaManager<L> {
                     partition_index: tp.partition,
                     ..Default::default()
                 };
+                let not_hosted = self.not_hosted_error(tp);
                 let result = match self.partitions.get_mut(tp) {
-                    None => Err(ErrorCode::UnknownTopicOrPartition.code()),
+                    None => Err(not_hosted.code()),
                     // A delayed fetch re-reads without recording: the follower's state was
                     // updated when the fetch arrived (Kafka's DelayedFetch.onComplete).
                     Some(p) if update_followers => p

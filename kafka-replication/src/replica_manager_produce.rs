@@ -120,8 +120,9 @@ impl<L: LogStorage> ReplicaManager<L> {
         for t in &request.topic_data {
             for d in &t.partition_data {
                 let tp = TopicPartition::new(t.name.to_string(), d.index);
+                let not_hosted = self.not_hosted_error(&tp);
                 let result = match (self.partitions.get_mut(&tp), d.records.clone()) {
-                    (None, _) => Err(ErrorCode::UnknownTopicOrPartition.code()),
+                    (None, _) => Err(not_hosted.code()),
                     (Some(_), None) => Err(ErrorCode::CorruptMessage.code()),
                     (Some(p), Some(records)) => p
                         .append_as_leader(records, acks)

@@ -394,6 +394,47 @@ mod produce {
     use kafka_wire::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_wire::messages::ProduceRequest;
 
+    /// Kafka's `getPartitionOrError`: a broker that does not host a partition answers
+    /// NOT_LEADER_OR_FOLLOWER when its metadata knows the partition (the producer's metadata
+    /// is stale: a restarted broker with its UpdateMetadata but not yet its LeaderAndIsr), and
+    /// UNKNOWN_TOPIC_OR_PARTITION only when it does not. Found under load by the rolling
+    /// restart test, where a restarted broker answered 3 to a producer.
+    #[test]
+    fn produce_to_a_partition_known_to_metadata_but_not_hosted_is_not_leader_or_follower() {
+        use kafka_wire::messages::update_metadata_request::{
+            UpdateMetadataPartitionState, UpdateMetadataTopicState,
+        };
+        use kafka_wire::messages::UpdateMetadataRequest;
+        let mut m = manager(2);
+        let first = |m: &mut ReplicaManager<MemoryLog>| {
+            let ProduceOutcome::Respond(r) = m.produce(0, &produce_request(1, 1000)) else {
+                panic!("answered at once")
+            };
+            r.responses[0].partition_responses[0].error_code
+        };
+        assert_eq!(first(&mut m), ErrorCode::UnknownTopicOrPartition.code());
+        m.update_metadata(&UpdateMetadataRequest {
+            controller_id: 1,
+            controller_epoch: 1,
+            topic_states: vec![UpdateMetadataTopicState {
+                topic_name: "t".into(),
+                partition_states: vec![UpdateMetadataPartitionState {
+                    topic_name: "t".into(),
+                    partition_index: 0,
+                    controller_epoch: 1,
+                    leader: 1,
+                    leader_epoch: 1,
+                    isr: vec![1, 2].into(),
+                    replicas: vec![1, 2].into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        assert_eq!(first(&mut m), ErrorCode::NotLeaderOrFollower.code());
+    }
+
     fn produce_request(acks: i16, timeout_ms: i32) -> ProduceRequest {
         ProduceRequest {
             acks,

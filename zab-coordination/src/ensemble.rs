@@ -1,10 +1,16 @@
-//! [`ZabEnsemble`]: n coordination servers in this process, each a Zab peer on the in-memory
-//! mesh with its own transaction log, election store and znode state machine; clients bound to
-//! a server ([`ZabEnsemble::connect`]); crashes and restarts ([`kill`](ZabEnsemble::kill),
-//! [`kill_leader`](ZabEnsemble::kill_leader), [`restart`](ZabEnsemble::restart)); and the
-//! conformance suite's harness.
+//! [`ZabEnsemble`]: n coordination servers (voters, and observers with
+//! [`ZabEnsembleConfig::with_observers`]) in this process, each a Zab peer on the in-memory
+//! mesh or loopback TCP with its own data directory (a segmented [`FileTxnLog`] with
+//! snapshots, and a file election store) and znode state machine; clients bound to a server
+//! ([`ZabEnsemble::connect`]); crashes and restarts ([`kill`](ZabEnsemble::kill),
+//! [`kill_leader`](ZabEnsemble::kill_leader), [`restart`](ZabEnsemble::restart), which
+//! reopens the server's data directory); and the conformance suite's harness.
+//!
+//! The data directories live in a temporary directory deleted with the ensemble, or under
+//! [`ZabEnsembleConfig::with_data_dir`] (kept): `server.<sid>/log` and `server.<sid>/epochs`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
@@ -16,9 +22,9 @@ use tokio::sync::mpsc;
 use tracing::info;
 use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, QuorumPeer};
-use zab_core::store::MemoryElectionStore;
+use zab_core::store::FileElectionStore;
 use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
-use zab_core::txnlog::MemoryTxnLog;
+use zab_core::txnlog::{FileTxnLog, FsyncPolicy};
 use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId};
 
 use super::client::{ClientInner, ClientTimeouts, ZabCoordination};
@@ -44,6 +50,14 @@ pub enum EnsembleError {
     /// No leader was established in time.
     #[error("no established leader within {0:?}")]
     NoLeader(Duration),
+    /// A server's data directory could not be opened.
+    #[error("server {sid}: data directory: {reason}")]
+    DataDir {
+        /// The server.
+        sid: i64,
+        /// Why.
+        reason: String,
+    },
     /// The TCP ports could not be bound.
     #[error("binding loopback ports: {0}")]
     Bind(#[from] std::io::Error),
@@ -61,11 +75,17 @@ pub enum EnsembleTransport {
 }
 
 /// How to run a [`ZabEnsemble`]: [`ZabEnsembleConfig::default`] and the `with_*` setters.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ZabEnsembleConfig {
-    /// The number of servers (all voters), sids 1..=n.
+    /// The number of voting servers, sids 1..=n.
     pub servers: usize,
+    /// The number of observers (non-voting servers that serve reads and forward writes,
+    /// ZooKeeper's `peerType=observer`), sids n+1..=n+observers. Default 0.
+    pub observers: usize,
+    /// Where the servers keep their data directories (`server.<sid>/`); `None` (the
+    /// default): a temporary directory deleted with the ensemble.
+    pub data_dir: Option<PathBuf>,
     /// Zab timing. Default: tick 100 ms, initLimit 10, syncLimit 5 (a dead leader's followers
     /// give up on it within 0.5 s; a crashed one is noticed at once).
     pub timing: Timing,
@@ -80,6 +100,8 @@ impl Default for ZabEnsembleConfig {
     fn default() -> Self {
         Self {
             servers: 3,
+            observers: 0,
+            data_dir: None,
             timing: Timing::new(Duration::from_millis(100), 10, 5),
             client: ClientTimeouts::default(),
             transport: EnsembleTransport::Memory,
@@ -92,6 +114,21 @@ impl ZabEnsembleConfig {
     #[must_use]
     pub fn with_servers(mut self, servers: usize) -> Self {
         self.servers = servers;
+        self
+    }
+
+    /// This configuration with `observers` observers, sids after the voters'.
+    #[must_use]
+    pub fn with_observers(mut self, observers: usize) -> Self {
+        self.observers = observers;
+        self
+    }
+
+    /// This configuration keeping the servers' data directories under `dir` (created if
+    /// missing; an existing one is reopened, so an ensemble can be restarted from it).
+    #[must_use]
+    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
         self
     }
 
@@ -157,11 +194,11 @@ impl Directory {
     }
 }
 
-/// What survives a server's crash: its log and its election store.
-#[derive(Debug, Clone, Default)]
+/// What survives a server's crash: its data directory (log, snapshots, election store).
+#[derive(Debug, Clone)]
 struct Disk {
-    log: MemoryTxnLog,
-    store: MemoryElectionStore,
+    dir: PathBuf,
+    observer: bool,
 }
 
 /// A coordination service of n in-process Zab servers (see the module docs).
@@ -186,6 +223,8 @@ pub struct ZabEnsemble {
     net: Net,
     quorum: Arc<QuorumMaj>,
     disks: BTreeMap<ServerId, Disk>,
+    /// The temporary directory holding the data directories, unless one was given.
+    _temp: Option<tempfile::TempDir>,
     dir: Arc<Directory>,
     clients: Mutex<Vec<Weak<ClientInner>>>,
     next_server: AtomicUsize,
@@ -195,6 +234,7 @@ impl std::fmt::Debug for ZabEnsemble {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZabEnsemble")
             .field("servers", &self.cfg.servers)
+            .field("observers", &self.cfg.observers)
             .field("leader", &self.leader())
             .finish()
     }
@@ -208,11 +248,15 @@ impl ZabEnsemble {
 
     /// Starts the servers of `cfg` and waits (up to 10 s) for an established leader.
     pub async fn start_with(cfg: ZabEnsembleConfig) -> Result<ZabEnsemble, EnsembleError> {
-        let ids: Vec<i64> = (1..=cfg.servers as i64).collect();
+        let voters = cfg.servers as i64;
+        let ids: Vec<i64> = (1..=voters + cfg.observers as i64).collect();
         let (net, quorum) = match cfg.transport {
             EnsembleTransport::Memory => (
                 Net::Memory(MemoryNetwork::new()),
-                QuorumMaj::with_ids(ids.iter().copied(), []),
+                QuorumMaj::with_ids(
+                    ids.iter().copied().filter(|i| *i <= voters),
+                    ids.iter().copied().filter(|i| *i > voters),
+                ),
             ),
             EnsembleTransport::Tcp => {
                 let addrs = free_loopback_ports(&ids).await?;
@@ -220,20 +264,40 @@ impl ZabEnsemble {
                     .iter()
                     .map(|(sid, a)| {
                         let addr = format!("127.0.0.1:{}:{}", a.quorum.port(), a.election.port());
-                        (*sid, ServerEntry::participant(addr))
+                        let entry = if sid.0 > voters {
+                            ServerEntry::observer(addr)
+                        } else {
+                            ServerEntry::participant(addr)
+                        };
+                        (*sid, entry)
                     })
                     .collect();
                 (Net::Tcp(addrs), QuorumMaj::new(members, 0))
             }
         };
+        let (root, temp) = match &cfg.data_dir {
+            Some(d) => (d.clone(), None),
+            None => {
+                let t = tempfile::Builder::new().prefix("zab-ensemble").tempdir()?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
+        let disks = ids
+            .iter()
+            .map(|i| {
+                let disk = Disk {
+                    dir: root.join(format!("server.{i}")),
+                    observer: *i > voters,
+                };
+                (ServerId(*i), disk)
+            })
+            .collect();
         let ensemble = ZabEnsemble {
             cfg,
             net,
             quorum: Arc::new(quorum),
-            disks: ids
-                .iter()
-                .map(|i| (ServerId(*i), Disk::default()))
-                .collect(),
+            disks,
+            _temp: temp,
             dir: Arc::new(Directory::default()),
             clients: Mutex::new(Vec::new()),
             next_server: AtomicUsize::new(0),
@@ -251,14 +315,43 @@ impl ZabEnsemble {
             sid: sid.0,
             reason: e.to_string(),
         };
-        let mut pc = PeerConfig::new(sid, LearnerType::Participant, self.quorum.clone());
+        // A server killed a moment ago may still be dropping its log: wait until it let go
+        // of its files before reopening them.
+        let old = self.dir.get(sid);
+        if let Some(old) = old {
+            old.kill();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while !old.is_stopped() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let disk_err = |e: &dyn std::fmt::Display| EnsembleError::DataDir {
+            sid: sid.0,
+            reason: e.to_string(),
+        };
+        let learner_type = if disk.observer {
+            LearnerType::Observer
+        } else {
+            LearnerType::Participant
+        };
+        let mut pc = PeerConfig::new(sid, learner_type, self.quorum.clone());
         pc.timing = self.cfg.timing;
         let (closed_tx, closed_rx) = mpsc::unbounded_channel();
         let state = SharedState::new(next_incarnation(), closed_tx);
-        let log = Box::new(disk.log.clone());
+        let log = Box::new(
+            FileTxnLog::open(disk.dir.join("log"), FsyncPolicy::EveryAppend)
+                .map_err(|e| disk_err(&e))?,
+        );
+        let epochs = disk.dir.join("epochs");
+        let store = if epochs.exists() {
+            FileElectionStore::open(epochs)
+        } else {
+            FileElectionStore::create_fresh(epochs)
+        }
+        .map_err(|e| disk_err(&e))?;
         let sm = Box::new(ZnodeMachine(state.clone()));
         let peer = match &self.net {
-            Net::Memory(net) => QuorumPeer::new(pc, net.endpoint(sid), disk.store.clone())
+            Net::Memory(net) => QuorumPeer::new(pc, net.endpoint(sid), store)
                 .await
                 .map_err(|e| peer_err(&e))?
                 .with_replication(log, sm)
@@ -272,7 +365,7 @@ impl ZabEnsemble {
                     own.quorum,
                 )
                 .await?;
-                QuorumPeer::new(pc, t, disk.store.clone())
+                QuorumPeer::new(pc, t, store)
                     .await
                     .map_err(|e| peer_err(&e))?
                     .with_replication(log, sm)
@@ -308,6 +401,20 @@ impl ZabEnsemble {
             .values()
             .find(|s| s.is_alive() && s.status().is_established_leader())
             .map(|s| s.sid())
+    }
+
+    /// The sids of the observers (after the voters').
+    pub fn observers(&self) -> Vec<ServerId> {
+        self.disks
+            .iter()
+            .filter(|(_, d)| d.observer)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Server `sid`'s data directory.
+    pub fn data_dir(&self, sid: ServerId) -> Option<PathBuf> {
+        self.disks.get(&sid).map(|d| d.dir.clone())
     }
 
     /// The sids of the live servers.

@@ -80,6 +80,12 @@ impl ZabServer {
         self.alive.load(Ordering::Relaxed) && !self.peer.is_finished()
     }
 
+    /// Whether the server's peer task has ended (after [`kill`](Self::kill), once it let go
+    /// of its log).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.peer.is_finished()
+    }
+
     /// Crashes the server: its peer stops, its clients are cut off.
     pub(crate) fn kill(&self) {
         self.alive.store(false, Ordering::Relaxed);

@@ -341,4 +341,54 @@ mod tests {
         assert!(b.restore(&bad).is_err());
         assert_eq!(b.last_applied(), Zxid(3));
     }
+
+    /// Znode machines for `zab_core::testing::state_machine`: transaction 1 opens a session,
+    /// the next ones create persistent and (every other one) ephemeral nodes in it.
+    struct Znodes;
+
+    impl zab_core::testing::state_machine::StateMachineBuilder for Znodes {
+        type Machine = ZnodeMachine;
+        /// The snapshot's bytes: sessions and nodes in a fixed order.
+        type State = Bytes;
+
+        fn build(&self) -> ZnodeMachine {
+            let (tx, _rx) = mpsc::unbounded_channel();
+            ZnodeMachine(SharedState::new(1, tx))
+        }
+
+        fn payload(&self, i: u32) -> Bytes {
+            let body = if i == 1 {
+                TxnBody::CreateSession { timeout_ms: 4000 }
+            } else {
+                let mode = if i.is_multiple_of(2) {
+                    CreateMode::Ephemeral
+                } else {
+                    CreateMode::Persistent
+                };
+                TxnBody::Multi {
+                    session: Zxid::new(1, 1).0,
+                    ops: vec![Op::create(
+                        format!("/n{i}"),
+                        format!("{i}").into_bytes(),
+                        mode,
+                    )],
+                }
+            };
+            CoordTxn {
+                origin: Origin::NONE,
+                body,
+            }
+            .encode()
+        }
+
+        fn state(&self, m: &ZnodeMachine) -> Bytes {
+            m.take_snapshot().data
+        }
+    }
+
+    #[test]
+    fn znode_machine_passes_the_state_machine_suite(
+    ) -> Result<(), zab_core::testing::ConformanceError> {
+        zab_core::testing::state_machine::test_all(&Znodes)
+    }
 }

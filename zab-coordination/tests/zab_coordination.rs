@@ -2,7 +2,8 @@
 //! conformance suite on a three-server ZAB ensemble with clients spread over the servers; the
 //! ZAB leader killed mid-suite (clients carry on, nothing committed is lost, sessions survive);
 //! a silent session expired by the leader (its ephemerals vanish on every server); and a Kafka
-//! controller carrying on over the ensemble after the ZAB leader dies.
+//! controller carrying on over the ensemble after the ZAB leader dies; the suite again with
+//! observers serving reads; servers restarted from their file logs in a given data directory.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,7 +61,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_suite_on_a_three_server_zab_ensemble() -> TestResult {
     let ensemble = ZabEnsemble::start(3).await?;
-    conformance::run_all(&ensemble).await?;
+    conformance::test_all(&ensemble).await?;
     Ok(())
 }
 
@@ -71,7 +72,7 @@ async fn conformance_suite_on_a_zab_ensemble_over_loopback_tcp_and_after_its_lea
         ZabEnsembleConfig::default().with_transport(EnsembleTransport::Tcp),
     )
     .await?;
-    conformance::run_all(&ensemble).await?;
+    conformance::test_all(&ensemble).await?;
     // A write too large for a quorum packet is refused; the ensemble goes on.
     let c = ensemble.connect_spread().await?;
     let huge = vec![7u8; 2 << 20];
@@ -377,5 +378,96 @@ async fn k1_the_controller_carries_on_over_zab_after_the_zab_leader_dies() -> Te
     for (_, (_, h)) in brokers {
         h.shutdown();
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_suite_on_three_voters_and_two_observers_serving_reads() -> TestResult {
+    let ensemble = ZabEnsemble::start_with(ZabEnsembleConfig::default().with_observers(2)).await?;
+    assert_eq!(ensemble.observers(), vec![ServerId(4), ServerId(5)]);
+    // The suite's clients are spread over all five servers, observers included.
+    conformance::test_all(&ensemble).await?;
+    // A write through a voter is read on each observer after a sync; a write through an
+    // observer is forwarded to the leader and read on a voter.
+    let voter = ensemble.connect(ServerId(1)).await?;
+    voter
+        .create("/from_voter", b"v", CreateMode::Persistent)
+        .await?;
+    for ob in ensemble.observers() {
+        let c = ensemble.connect(ob).await?;
+        c.sync("/from_voter").await?;
+        let (data, _) = c.get_data("/from_voter", false).await?;
+        assert_eq!(data, b"v".to_vec(), "observer {ob:?}");
+        c.create(
+            &format!("/from_observer_{}", ob.0),
+            b"o",
+            CreateMode::Persistent,
+        )
+        .await?;
+    }
+    voter.sync("/").await?;
+    for ob in ensemble.observers() {
+        assert!(voter
+            .exists(&format!("/from_observer_{}", ob.0), false)
+            .await?
+            .is_some());
+    }
+    // An observer never leads: with every voter but a quorum alive the leader is a voter.
+    let leader = ensemble.wait_for_leader(Duration::from_secs(10)).await?;
+    assert!(leader.0 <= 3, "{leader:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zab_ensemble_servers_restart_from_their_file_logs_in_the_given_data_dir() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let ensemble = ZabEnsemble::start_with(
+        ZabEnsembleConfig::default()
+            .with_observers(1)
+            .with_data_dir(root.path()),
+    )
+    .await?;
+    let c = ensemble.connect(ServerId(1)).await?;
+    for i in 0..20 {
+        c.create(&format!("/n{i}"), b"x", CreateMode::Persistent)
+            .await?;
+    }
+    // Each server logs to segments in its own directory.
+    for sid in 1..=4 {
+        let log = ensemble
+            .data_dir(ServerId(sid))
+            .ok_or("no dir")?
+            .join("log");
+        assert!(log.starts_with(root.path()));
+        let segments = std::fs::read_dir(&log)?
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("log."))
+            })
+            .count();
+        assert!(segments >= 1, "server {sid}: no log segment in {log:?}");
+    }
+    // Every server restarts from its own files and still has every node.
+    for sid in [ServerId(4), ServerId(2)] {
+        ensemble.restart(sid).await?;
+        ensemble.wait_for_leader(Duration::from_secs(10)).await?;
+        eventually(
+            "restarted server has every node",
+            Duration::from_secs(10),
+            || async { ensemble.inspect(sid, |t| t.stat("/n19").is_some()) == Some(true) },
+        )
+        .await?;
+    }
+    drop(ensemble);
+    // The whole ensemble restarts from the same directory.
+    let again = ZabEnsemble::start_with(
+        ZabEnsembleConfig::default()
+            .with_observers(1)
+            .with_data_dir(root.path()),
+    )
+    .await?;
+    let c = again.connect(ServerId(4)).await?;
+    c.sync("/").await?;
+    assert!(c.exists("/n19", false).await?.is_some());
     Ok(())
 }

@@ -12,14 +12,24 @@
 //! - [`notification`]: the election message and its wire codec (the 28-byte, 40-byte and
 //!   version-2 layouts).
 //! - [`election`]: [`FastLeaderElection`], the state machine.
+//! - [`packet`]: the quorum port's `QuorumPacket` and its codec, spoken by [`discovery`] and
+//!   [`broadcast`] (discovery drives broadcast; broadcast imports only the packets).
+//! - [`discovery`]: the leader and learner state machines that fix a new epoch (Z1, Z5).
 //! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync) and atomic broadcast, sans-IO.
 //! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
-//!   implementations (CRC per record, torn-tail recovery, atomic snapshots).
+//!   implementations (the file log in segments named by their first zxid, CRC per record,
+//!   torn-tail recovery, atomic snapshots, purge of whole segments below the retained
+//!   snapshots).
 //! - [`state_machine`]: the [`state_machine::StateMachine`] embedders implement to apply committed
 //!   transactions and take / restore snapshots.
+//! - [`peer`]: [`peer::PeerCore`], the whole server (all of the above composed, with session
+//!   liveness) as one sans-IO state machine, and `QuorumPeer`, its tokio driver.
 //!
-//! Cargo features: `tokio` (default) adds the async driver (`peer`) and the transports
-//! (`transport`). `never-in-production` must **never be enabled in production**: test-only
+//! Cargo features: `tokio` (default) adds the async driver (`peer::QuorumPeer`) and the transports
+//! (`transport`). `testing` adds the conformance suites (`testing`) of the storage and network
+//! traits — a builder trait, `test_all` and the single cases each — to run against any
+//! implementation, and the simulation harness (`simulation`); purely additive, it changes no
+//! behaviour. `never-in-production` must **never be enabled in production**: test-only
 //! and purely additive, it adds the constructors of two known-broken behaviours for tests that
 //! show the simulators catch them (`ElectionConfig::with_broken_pre_1419_order`,
 //! `vote::pre_1419_predicate`, `LearnerOptions::with_broken_ack_newleader_before_persist`).
@@ -122,6 +132,177 @@
 //! assert_eq!((to, notification.state, notification.peer_epoch), (ServerId(1), ServerState::Leading, 2));
 //! ```
 //!
+//! ## Tutorial: a whole ensemble by hand with [`PeerCore`](peer::PeerCore)
+//!
+//! [`peer::PeerCore`] is a whole server — election, discovery, synchronisation, broadcast,
+//! the leader's and the learner's roles — as one state machine: inputs in
+//! ([`peer::PeerInput`]), actions out ([`peer::PeerAction`]), time passed in. Here we are the
+//! embedder of three of them: we carry their messages (in order, at once), keep their logs in
+//! a `Vec`, and move a millisecond counter. They elect server 3, commit a write, lose server 3,
+//! and elect server 2, which commits the next write in epoch 2.
+//!
+//! ```
+//! use std::collections::VecDeque;
+//! use std::sync::Arc;
+//! use std::time::{Duration, Instant};
+//!
+//! use bytes::Bytes;
+//! use zab_core::discovery::Timing;
+//! use zab_core::packet::QuorumPacket;
+//! use zab_core::peer::{PeerAction, PeerConfig, PeerCore, PeerInput};
+//! use zab_core::store::PersistedEpochs;
+//! use zab_core::txnlog::Txn;
+//! use zab_core::{LearnerType, Notification, QuorumMaj, ServerId, ServerState, Zxid};
+//!
+//! /// One server: its core, and the log and state machine we keep for it.
+//! struct Server { core: PeerCore, log: Vec<Txn>, applied: Vec<Txn>, alive: bool }
+//!
+//! enum Msg { Vote(Notification), Packet(QuorumPacket) }
+//! /// What is in flight: (from, to, message), delivered in order.
+//! type Wire = VecDeque<(ServerId, ServerId, Msg)>;
+//!
+//! /// Carries out a server's actions in order, as `PeerAction`'s contract asks. Our `Vec`
+//! /// log is "durable" at once, so we report each append durable right away.
+//! fn carry_out(now: Instant, s: &mut Server, wire: &mut Wire) {
+//!     let me = s.core.my_id();
+//!     while let Some(action) = s.core.poll_action() {
+//!         match action {
+//!             PeerAction::SendNotification { to, notification } => {
+//!                 wire.push_back((me, to, Msg::Vote(notification)))
+//!             }
+//!             PeerAction::Send { to, packet } => wire.push_back((me, to, Msg::Packet(packet))),
+//!             PeerAction::Append(txns) => {
+//!                 let last = txns.last().unwrap().zxid;
+//!                 s.log.extend(txns);
+//!                 s.core.handle(now, PeerInput::LogDurable(last)); // "fsynced"
+//!             }
+//!             PeerAction::Apply(t) => s.applied.push(t),
+//!             PeerAction::CommitLogged(z) => {
+//!                 let done = s.applied.last().map_or(Zxid::ZERO, |t| t.zxid);
+//!                 let newly = s.log.iter().filter(|t| t.zxid > done && t.zxid <= z);
+//!                 s.applied.extend(newly.cloned().collect::<Vec<_>>());
+//!             }
+//!             PeerAction::Truncate(z) => s.log.retain(|t| t.zxid <= z),
+//!             PeerAction::LoadHistory => {
+//!                 let committed = s.log.clone();
+//!                 let history = PeerInput::History { base: Zxid::ZERO, committed, snapshot: None };
+//!                 s.core.handle(now, history);
+//!             }
+//!             // The epochs live in the core's memory here (nobody restarts); connecting,
+//!             // closing, syncing a log and status reports need nothing from us.
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//!
+//! /// Delivers everything in flight (and what it causes) between live servers.
+//! fn deliver(now: Instant, servers: &mut [Server], wire: &mut Wire) {
+//!     while let Some((from, to, msg)) = wire.pop_front() {
+//!         if !servers[from.0 as usize - 1].alive || !servers[to.0 as usize - 1].alive {
+//!             continue;
+//!         }
+//!         let s = &mut servers[to.0 as usize - 1];
+//!         let input = match msg {
+//!             Msg::Vote(notification) => PeerInput::Notification { from, notification },
+//!             Msg::Packet(packet) => PeerInput::Packet { from, packet },
+//!         };
+//!         s.core.handle(now, input);
+//!         carry_out(now, s, wire);
+//!     }
+//! }
+//!
+//! /// Moves the clock to `until` ms in 10 ms steps, ticking every server whose deadline came.
+//! fn run(ms: &mut u64, until: u64, t0: Instant, servers: &mut [Server], wire: &mut Wire) {
+//!     while *ms < until {
+//!         *ms += 10;
+//!         let now = t0 + Duration::from_millis(*ms);
+//!         for i in 0..servers.len() {
+//!             let due = servers[i].core.next_deadline().is_some_and(|d| d <= now);
+//!             if servers[i].alive && due {
+//!                 servers[i].core.handle(now, PeerInput::Tick);
+//!                 carry_out(now, &mut servers[i], wire);
+//!             }
+//!         }
+//!         deliver(now, servers, wire);
+//!     }
+//! }
+//!
+//! let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
+//! let timing = Timing::new(Duration::from_millis(100), 10, 5); // tickTime, initLimit, syncLimit
+//! let mut servers: Vec<Server> = (1..=3)
+//!     .map(|sid| {
+//!         let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone())
+//!             .with_timing(timing);
+//!         // A fresh server: epochs 0, empty log, nothing applied.
+//!         let core = PeerCore::new(cfg, PersistedEpochs::default())
+//!             .with_log(Zxid::ZERO, Zxid::ZERO);
+//!         Server { core, log: Vec::new(), applied: Vec::new(), alive: true }
+//!     })
+//!     .collect();
+//! let t0 = Instant::now(); // any instant: the cores never read a clock
+//! let (mut ms, mut wire) = (0u64, Wire::new());
+//!
+//! // Start every server and tell it its election connections are up: a server starts its
+//! // first round once every voter is connected (or its connect grace ran out).
+//! for (i, s) in servers.iter_mut().enumerate() {
+//!     s.core.handle(t0, PeerInput::Start);
+//!     for peer in (1..=3).filter(|p| *p != i as i64 + 1) {
+//!         s.core.handle(t0, PeerInput::ElectionConnected(ServerId(peer)));
+//!     }
+//!     carry_out(t0, s, &mut wire);
+//! }
+//! deliver(t0, &mut servers, &mut wire);
+//! run(&mut ms, 100, t0, &mut servers, &mut wire);
+//!
+//! // Elected: equal (empty) histories, so the largest id leads; epoch 1 is established.
+//! let leader = servers[2].core.status();
+//! assert!(leader.is_established_leader());
+//! assert_eq!((leader.leader, leader.epoch), (Some(ServerId(3)), Some(1)));
+//! for s in &servers[..2] {
+//!     assert_eq!(s.core.status().state, ServerState::Following);
+//! }
+//!
+//! // Propose on the leader: it logs and sends PROPOSAL; the followers log and ACK (only
+//! // after we reported their append durable); a quorum of ACKs commits it everywhere.
+//! let now = t0 + Duration::from_millis(ms);
+//! servers[2].core.handle(now, PeerInput::Write(Bytes::from_static(b"x=1")));
+//! carry_out(now, &mut servers[2], &mut wire);
+//! deliver(now, &mut servers, &mut wire);
+//! for s in &servers {
+//!     assert_eq!(s.applied, [Txn::new(Zxid::new(1, 1), "x=1")]);
+//! }
+//!
+//! // Kill the leader. The followers hear nothing more; after syncLimit they go LOOKING and
+//! // elect server 2 (the same history as server 1, a larger id), which leads epoch 2.
+//! servers[2].alive = false;
+//! let now = t0 + Duration::from_millis(ms);
+//! for s in &mut servers[..2] {
+//!     s.core.handle(now, PeerInput::ElectionDisconnected(ServerId(3)));
+//!     carry_out(now, s, &mut wire);
+//! }
+//! let until = ms + 2_000;
+//! run(&mut ms, until, t0, &mut servers, &mut wire);
+//! let leader = servers[1].core.status();
+//! assert!(leader.is_established_leader());
+//! assert_eq!((leader.leader, leader.epoch), (Some(ServerId(2)), Some(2)));
+//! assert_eq!(servers[0].core.status().leader, Some(ServerId(2)));
+//!
+//! // The committed write survived; the next one commits in epoch 2 on both.
+//! let now = t0 + Duration::from_millis(ms);
+//! servers[1].core.handle(now, PeerInput::Write(Bytes::from_static(b"x=2")));
+//! carry_out(now, &mut servers[1], &mut wire);
+//! deliver(now, &mut servers, &mut wire);
+//! for s in &servers[..2] {
+//!     let zxids: Vec<Zxid> = s.applied.iter().map(|t| t.zxid).collect();
+//!     assert_eq!(zxids, [Zxid::new(1, 1), Zxid::new(2, 1)]);
+//! }
+//! ```
+//!
+//! The contract the embedder follows (here trivially: everything is carried out in order and
+//! the log is durable at once) is on [`peer::PeerAction`]: what must be durable before what
+//! may be sent, and in what order. The tokio [`peer::QuorumPeer`] is the same loop over real
+//! sockets, files and timers.
+//!
 //! ## On the wire
 //!
 //! ```
@@ -191,11 +372,15 @@ pub mod broadcast;
 pub mod discovery;
 pub mod election;
 pub mod notification;
-#[cfg(feature = "tokio")]
+pub mod packet;
 pub mod peer;
 pub mod quorum;
+#[cfg(feature = "testing")]
+pub mod simulation;
 pub mod state_machine;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(feature = "tokio")]
 pub mod transport;
 pub mod txnlog;

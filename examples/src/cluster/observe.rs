@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ha_coordination::{
-    Coordination, CoordinationError, CreateMode, EventStream, Op, OpResult, SessionId,
-    SessionState, Stat,
+    Coordination, CoordinationError, CoordinationLayer, CreateMode, Op, OpResult, Stat,
 };
 use kafka_controller::broker_channel::{BrokerChannel, ChannelError};
 use kafka_controller::context::BrokerInfo;
@@ -203,17 +202,9 @@ impl ObservedCoordination {
 }
 
 #[async_trait]
-impl Coordination for ObservedCoordination {
-    fn session_id(&self) -> SessionId {
-        self.inner.session_id()
-    }
-
-    fn session_state(&self) -> SessionState {
-        self.inner.session_state()
-    }
-
-    fn events(&self) -> EventStream {
-        self.inner.events()
+impl CoordinationLayer for ObservedCoordination {
+    fn inner(&self) -> &dyn Coordination {
+        self.inner.as_ref()
     }
 
     async fn create(
@@ -225,18 +216,6 @@ impl Coordination for ObservedCoordination {
         let r = self.inner.create(path, data, mode).await?;
         self.recorder.on_write(&r.0, Some(data));
         Ok(r)
-    }
-
-    async fn get_data(
-        &self,
-        path: &str,
-        watch: bool,
-    ) -> Result<(Vec<u8>, Stat), CoordinationError> {
-        self.inner.get_data(path, watch).await
-    }
-
-    async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, CoordinationError> {
-        self.inner.exists(path, watch).await
     }
 
     async fn set_data(
@@ -254,14 +233,6 @@ impl Coordination for ObservedCoordination {
         self.inner.delete(path, version).await?;
         self.recorder.on_write(path, None);
         Ok(())
-    }
-
-    async fn children(&self, path: &str, watch: bool) -> Result<Vec<String>, CoordinationError> {
-        self.inner.children(path, watch).await
-    }
-
-    async fn sync(&self, path: &str) -> Result<(), CoordinationError> {
-        self.inner.sync(path).await
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, CoordinationError> {

@@ -2,15 +2,18 @@
 //! controller relies on them, runnable against any implementation (the in-memory one and the
 //! real-ZooKeeper one both pass it; so must yours).
 //!
-//! Implement [`CoordinationCluster`] (connect a new client; expire a session), then call
-//! [`run_all`] or the single cases. Each case works under its own root path `/<case name>`,
-//! removed first if it exists, so the cases can share one server.
+//! The suite has the shape of every conformance suite of the workspace: a builder the
+//! implementer provides — here [`CoordinationCluster`]: connect a new client, expire a session,
+//! optionally cut one off and let it back — a [`test_all`] that runs every case in order and
+//! returns the first failure as a typed [`ConformanceError`] naming the case, and the single
+//! cases as public functions. Each case works under its own root path `/<case name>`, removed
+//! first if it exists, so the cases can share one server.
 //!
 //! ```
 //! use ha_coordination::{conformance, MemoryCluster};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! conformance::run_all(&MemoryCluster::new()).await.unwrap();
+//! conformance::test_all(&MemoryCluster::new()).await.unwrap();
 //! # });
 //! ```
 
@@ -67,6 +70,16 @@ pub enum ConformanceError {
     },
 }
 
+impl ConformanceError {
+    /// The name of the failed case.
+    pub fn case(&self) -> &'static str {
+        match self {
+            ConformanceError::Operation { case, .. }
+            | ConformanceError::Expectation { case, .. } => case,
+        }
+    }
+}
+
 pub(crate) fn op_err(
     case: &'static str,
     context: &'static str,
@@ -79,7 +92,7 @@ pub(crate) fn op_err(
 }
 
 /// Runs every case in order and stops at the first failure.
-pub async fn run_all(h: &dyn CoordinationCluster) -> Result<(), ConformanceError> {
+pub async fn test_all(h: &dyn CoordinationCluster) -> Result<(), ConformanceError> {
     create_and_read(h).await?;
     typed_errors(h).await?;
     sequential_nodes(h).await?;

@@ -279,7 +279,7 @@ pub struct ServerSettings {
     pub log_retention_check_interval_ms: u64,
     /// `offsets.topic.num.partitions` (50).
     pub offsets_topic_num_partitions: i32,
-    /// `offsets.topic.replication.factor` (3; fewer when fewer brokers are live).
+    /// `offsets.topic.replication.factor` (3; fewer when fewer brokers are registered).
     pub offsets_topic_replication_factor: i32,
     /// `offsets.retention.minutes` (10080: 7 days).
     pub offsets_retention_minutes: i64,

@@ -11,7 +11,9 @@
 //!   answers FindCoordinator (v0-6, key type group; batched keys from v4), creating
 //!   `__consumer_offsets` on the first lookup through the coordination store as topic
 //!   auto-creation does (`offsets.topic.num.partitions` partitions of
-//!   `offsets.topic.replication.factor` replicas, or as many as there are live brokers, with
+//!   `offsets.topic.replication.factor` replicas, or as many as there are registered brokers
+//!   if fewer — Kafka refuses instead, so that a lookup while brokers are still starting does
+//!   not create the topic with fewer replicas: set the factor to what the cluster has — with
 //!   `cleanup.policy=compact`), and JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 //!   OffsetFetch, DescribeGroups and ListGroups at every version `kafka-wire` knows, mapping
 //!   them to the coordinator's requests ([`wire`]); ApiVersions advertises them.
@@ -54,6 +56,9 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// FindCoordinator's key type of a consumer group.
 pub const KEY_TYPE_GROUP: i8 = 0;
 
+/// FindCoordinator's key type of a transactional id.
+pub const KEY_TYPE_TRANSACTION: i8 = 1;
+
 /// The APIs [`GroupApis`] answers.
 pub const GROUP_APIS: [ApiKey; 8] = [
     ApiKey::JoinGroup,
@@ -75,7 +80,7 @@ pub struct GroupConfig {
     /// starts.
     pub coordinator: GroupCoordinatorConfig,
     /// `offsets.topic.replication.factor` (3): replicas of each `__consumer_offsets`
-    /// partition, or the number of live brokers if fewer.
+    /// partition, or the number of registered brokers if fewer.
     pub offsets_topic_replication_factor: i32,
     /// `offsets.commit.timeout.ms` (5000): how long an append waits to be committed.
     pub offsets_commit_timeout_ms: i32,
@@ -227,10 +232,15 @@ where
 
     /// Creates `__consumer_offsets` (Kafka's `getOrCreateInternalTopic`).
     async fn create_offsets_topic(&self) {
-        let live = self
-            .apis
-            .driver()
-            .with_manager(|m, _| m.metadata().live_brokers().count()) as i32;
+        // The registered brokers, not the metadata cache (which lags behind registrations at
+        // start-up): these are the brokers the assignment is made over.
+        let live = match self.store.children(paths::BROKER_IDS, false).await {
+            Ok(ids) => ids.iter().filter_map(|c| paths::parse_broker_id(c)).count() as i32,
+            Err(error) => {
+                tracing::warn!(topic = OFFSETS_TOPIC, %error, "offsets topic not created");
+                return;
+            }
+        };
         let rf = self.replication_factor.min(live.max(1));
         let partitions = self.service.num_partitions();
         match admin::create_topic(
@@ -274,7 +284,8 @@ where
     }
 
     /// FindCoordinator: the leader of the group's offsets partition. Transaction
-    /// coordinators do not exist here: COORDINATOR_NOT_AVAILABLE.
+    /// coordinators do not exist here: COORDINATOR_NOT_AVAILABLE; other key types (share
+    /// groups) get INVALID_REQUEST, as Kafka's `CoordinatorType.forId` refuses them.
     pub async fn find_coordinator(
         &self,
         version: i16,
@@ -292,25 +303,41 @@ where
         let mut answers = Vec::with_capacity(keys.len());
         let mut created = false;
         for key in keys {
-            let answer = if request.key_type != KEY_TYPE_GROUP {
-                Err("this broker has no transaction coordinator")
+            let answer = if request.key_type == KEY_TYPE_TRANSACTION {
+                Err((
+                    ErrorCode::CoordinatorNotAvailable,
+                    "this broker has no transaction coordinator",
+                ))
+            } else if request.key_type != KEY_TYPE_GROUP {
+                // Kafka's CoordinatorType.forId: share groups (2) and unknown types.
+                Err((
+                    ErrorCode::InvalidRequest,
+                    "unsupported coordinator key type",
+                ))
             } else {
                 let partition = self.service.partition_for(&key);
                 match self.lookup(partition) {
                     Lookup::Leader(node, host, port) => Ok((node, host, port)),
-                    Lookup::NoLeader => Err("the group's offsets partition has no leader"),
+                    Lookup::NoLeader => Err((
+                        ErrorCode::CoordinatorNotAvailable,
+                        "the group's offsets partition has no leader",
+                    )),
                     Lookup::NoTopic => {
                         if !created {
                             created = true;
                             self.create_offsets_topic().await;
                         }
-                        Err("the offsets topic is being created")
+                        Err((
+                            ErrorCode::CoordinatorNotAvailable,
+                            "the offsets topic is being created",
+                        ))
                     }
                 }
             };
             answers.push((key, answer));
         }
-        let entry = |(key, answer): (String, Result<(i32, String, i32), &str>)| match answer {
+        type Answer = Result<(i32, String, i32), (ErrorCode, &'static str)>;
+        let entry = |(key, answer): (String, Answer)| match answer {
             Ok((node_id, host, port)) => Coordinator {
                 key: key.into(),
                 node_id,
@@ -320,12 +347,12 @@ where
                 error_message: None,
                 ..Default::default()
             },
-            Err(message) => Coordinator {
+            Err((error, message)) => Coordinator {
                 key: key.into(),
                 node_id: -1,
                 host: "".into(),
                 port: -1,
-                error_code: ErrorCode::CoordinatorNotAvailable.code(),
+                error_code: error.code(),
                 error_message: Some(message.into()),
                 ..Default::default()
             },
@@ -383,7 +410,15 @@ where
                 self.find_coordinator(version, &r).await,
             )),
             body if wire::is_group_request(&body) => {
-                wire::handle(&self.service, ctx, header, body).await
+                let driver = self.apis.driver();
+                let known = |topic: &str, partition: i32| {
+                    driver.with_manager(|m, _| {
+                        m.metadata()
+                            .partition(&TopicPartition::new(topic.to_owned(), partition))
+                            .is_some()
+                    })
+                };
+                wire::handle(&self.service, ctx, header, body, known).await
             }
             body => self.inner.handle(ctx, header, body).await,
         }

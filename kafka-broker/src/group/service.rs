@@ -6,7 +6,10 @@
 //! them to the core with the wall-clock time, sleeps until the core's next deadline, and
 //! carries out the core's actions: answers go back to the waiting request, appends go to the
 //! [`OffsetsLog`] in a task of their own (their completion comes back through the queue), and
-//! a partition this broker starts to lead is read from its start in a blocking task.
+//! a partition this broker starts to lead is read from its start in a blocking task. A new
+//! leader epoch of a partition it leads and has loaded (the controller bumps it when a
+//! follower leaves the ISR) keeps the partition's groups, as Kafka's coordinator keeps a
+//! partition it owns; only the epoch its appends carry changes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -65,8 +68,8 @@ enum Command {
     },
 }
 
-/// A handle on the running coordinator task; cheap to clone. The task stops when every
-/// handle (and the [`GroupLeadership`] listener) is dropped, or on [`GroupService::shutdown`].
+/// A handle on the running coordinator task; cheap to clone. The task runs until
+/// [`GroupService::shutdown`] (`BrokerNode::shutdown` calls it).
 #[derive(Clone)]
 pub struct GroupService {
     tx: mpsc::UnboundedSender<Command>,
@@ -244,6 +247,24 @@ async fn run(
                 );
             }
             Some(Command::Leading(partition)) => match log.leader_epoch(partition) {
+                // Led without interruption since it was loaded: a newer epoch only.
+                Ok(leader_epoch) if core.is_loaded(partition) => {
+                    if core.leader_epoch(partition) < Some(leader_epoch) {
+                        tracing::info!(
+                            broker,
+                            partition,
+                            leader_epoch,
+                            "still leading __consumer_offsets partition at a new leader epoch"
+                        );
+                    }
+                    core.handle(
+                        now,
+                        Input::Reelected {
+                            partition,
+                            leader_epoch,
+                        },
+                    );
+                }
                 Ok(leader_epoch) => {
                     tracing::info!(
                         broker,

@@ -50,12 +50,15 @@ fn s(b: &impl std::ops::Deref<Target = str>) -> String {
 }
 
 /// Answers a group request through `service`; `None` if the service stopped or `body` is
-/// not a group request.
+/// not a group request. `known(topic, partition)` tells whether a partition exists: an
+/// OffsetCommit for one that does not gets UNKNOWN_TOPIC_OR_PARTITION, as in Kafka's
+/// `KafkaApis.handleOffsetCommitRequest`.
 pub async fn handle(
     service: &GroupService,
     ctx: &RequestContext,
     header: &RequestHeader,
     body: RequestBody,
+    known: impl Fn(&str, i32) -> bool,
 ) -> Option<ResponseBody> {
     let version = header.request_api_version;
     let client_id = header.client_id.as_deref().unwrap_or("").to_owned();
@@ -99,13 +102,17 @@ pub async fn handle(
             }
         }
         RequestBody::OffsetCommit(r) => {
-            match service
-                .request(gc::Request::OffsetCommit(commit_request(version, &r)))
-                .await?
-            {
-                gc::Response::OffsetCommit(c) => ResponseBody::OffsetCommit(commit_response(c)),
-                _ => return None,
-            }
+            let request = commit_request(version, &r);
+            let (request, unknown) = split_unknown(request, &known);
+            let answered = if request.topics.is_empty() {
+                gc::OffsetCommitResponse::default()
+            } else {
+                match service.request(gc::Request::OffsetCommit(request)).await? {
+                    gc::Response::OffsetCommit(c) => c,
+                    _ => return None,
+                }
+            };
+            ResponseBody::OffsetCommit(commit_response(merge_unknown(&r, answered, &unknown)))
         }
         RequestBody::OffsetFetch(r) => {
             let mut answers = Vec::new();
@@ -347,6 +354,66 @@ pub fn commit_request(version: i16, r: &OffsetCommitRequest) -> gc::OffsetCommit
     }
 }
 
+/// The commit without the partitions `known` does not know, and those partitions.
+fn split_unknown(
+    mut request: gc::OffsetCommitRequest,
+    known: &impl Fn(&str, i32) -> bool,
+) -> (gc::OffsetCommitRequest, Vec<(String, i32)>) {
+    let mut unknown = Vec::new();
+    for t in &mut request.topics {
+        t.partitions.retain(|p| {
+            let ok = known(&t.name, p.partition_index);
+            if !ok {
+                unknown.push((t.name.clone(), p.partition_index));
+            }
+            ok
+        });
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
+    (request, unknown)
+}
+
+/// Every partition of `original`, in its order: UNKNOWN_TOPIC_OR_PARTITION for the unknown
+/// ones, the coordinator's answer for the others.
+fn merge_unknown(
+    original: &OffsetCommitRequest,
+    answered: gc::OffsetCommitResponse,
+    unknown: &[(String, i32)],
+) -> gc::OffsetCommitResponse {
+    if unknown.is_empty() {
+        return answered;
+    }
+    let error_of = |topic: &str, partition: i32| {
+        if unknown.iter().any(|(t, p)| t == topic && *p == partition) {
+            return ErrorCode::UnknownTopicOrPartition;
+        }
+        answered
+            .topics
+            .iter()
+            .filter(|t| t.name == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .map_or(ErrorCode::UnknownServerError, |p| p.error)
+    };
+    gc::OffsetCommitResponse {
+        topics: original
+            .topics
+            .iter()
+            .map(|t| gc::OffsetCommitTopicResult {
+                name: s(&t.name),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| gc::OffsetCommitPartitionResult {
+                        partition_index: p.partition_index,
+                        error: error_of(&t.name, p.partition_index),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
 /// An OffsetCommit response.
 pub fn commit_response(c: gc::OffsetCommitResponse) -> OffsetCommitResponse {
     OffsetCommitResponse {
@@ -554,6 +621,77 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use kafka_wire::{ApiKey, Encode};
+
+    #[test]
+    fn requests_map_as_kafka_reads_each_version() {
+        let join = JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        let v0 = join_request(0, &join, "c".into(), "/h".into());
+        assert_eq!(
+            v0.rebalance_timeout_ms, 10_000,
+            "v0: the session timeout serves"
+        );
+        assert!(!v0.require_known_member_id);
+        let v4 = join_request(4, &join, "c".into(), "/h".into());
+        assert_eq!(v4.rebalance_timeout_ms, 60_000);
+        assert!(v4.require_known_member_id, "KIP-394 from v4");
+
+        let leave = LeaveGroupRequest {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            ..Default::default()
+        };
+        let l = leave_request(2, &leave);
+        assert_eq!(l.members.len(), 1);
+        assert_eq!(l.members[0].member_id, "m");
+        assert!(leave_request(3, &leave).members.is_empty(), "v3+ batch");
+
+        let commit = OffsetCommitRequest {
+            group_id: "g".into(),
+            retention_time_ms: 5_000,
+            ..Default::default()
+        };
+        assert_eq!(commit_request(2, &commit).retention_time_ms, Some(5_000));
+        assert_eq!(commit_request(5, &commit).retention_time_ms, None);
+        let v1 = OffsetCommitRequest {
+            retention_time_ms: -1,
+            ..commit
+        };
+        assert_eq!(commit_request(3, &v1).retention_time_ms, None);
+
+        use kafka_wire::messages::offset_fetch_request::OffsetFetchRequestGroup;
+        let fetch = OffsetFetchRequest {
+            groups: vec![
+                OffsetFetchRequestGroup {
+                    group_id: "a".into(),
+                    topics: None,
+                    ..Default::default()
+                },
+                OffsetFetchRequestGroup {
+                    group_id: "b".into(),
+                    topics: None,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let per_group = fetch_requests(8, &fetch);
+        assert_eq!(
+            per_group
+                .iter()
+                .map(|r| r.group_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(
+            per_group.iter().all(|r| r.topics.is_none()),
+            "null topics: all"
+        );
+    }
 
     /// Responses with every field set encode at every version (nothing a version lacks is
     /// left set).

@@ -42,14 +42,6 @@ fn tempdir() -> tempfile::TempDir {
 }
 
 #[test]
-fn file_log_passes_the_conformance_suite() {
-    let dir = tempdir();
-    crate::log::conformance::check_all(&mut open(dir.path(), FileLogConfig::default()));
-    let dir = tempdir();
-    crate::log::conformance::check_all(&mut open(dir.path(), small()));
-}
-
-#[test]
 fn segments_roll_and_reads_find_every_batch_through_the_index() {
     let dir = tempdir();
     let mut log = open(dir.path(), small());

@@ -1,6 +1,6 @@
 //! What the recovery and broadcast state machines ask their driver to do.
 
-use crate::discovery::QuorumPacket;
+use crate::packet::QuorumPacket;
 use crate::txnlog::{Snapshot, Txn};
 use crate::types::ServerId;
 use crate::zxid::Zxid;

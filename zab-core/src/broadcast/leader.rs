@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tracing::debug;
 
 use super::{BroadcastAction, BroadcastError};
-use crate::discovery::{packet_type, QuorumPacket};
+use crate::packet::{packet_type, QuorumPacket};
 use crate::quorum::QuorumVerifier;
 use crate::txnlog::Txn;
 use crate::types::ServerId;

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 
 use super::BroadcastAction;
-use crate::discovery::{epoch_zxid, packet_type, zxid_epoch, QuorumPacket};
+use crate::packet::{epoch_zxid, packet_type, zxid_epoch, QuorumPacket};
 use crate::txnlog::{Snapshot, Txn};
 use crate::types::ServerId;
 use crate::zxid::Zxid;
@@ -15,8 +15,8 @@ use crate::zxid::Zxid;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LearnerOptions {
-    /// Whether a [`LearnerDiscovery`](crate::discovery::LearnerDiscovery) hands the leader's
-    /// broadcast traffic after NEWLEADER (PROPOSAL, COMMIT, INFORM, SYNC) to its
+    /// Whether the learner's discovery state machine (`discovery::LearnerDiscovery`) hands
+    /// the leader's broadcast traffic after NEWLEADER (PROPOSAL, COMMIT, INFORM, SYNC) to its
     /// [`LearnerBroadcast`]. Off by default: a driver without a transaction log must not
     /// acknowledge writes it does not keep, so it ignores them. A [`LearnerBroadcast`] used
     /// directly always handles them.

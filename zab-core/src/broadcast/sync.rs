@@ -1,7 +1,7 @@
 //! The leader's synchronisation choice (ZooKeeper's `LearnerHandler.syncFollower`) and the
 //! packet sequence it sends a learner.
 
-use crate::discovery::{epoch_zxid, packet_type, QuorumPacket};
+use crate::packet::{epoch_zxid, packet_type, QuorumPacket};
 use crate::txnlog::{Snapshot, Txn};
 use crate::zxid::Zxid;
 
@@ -89,7 +89,7 @@ pub fn choose_sync(
 /// sent before the diff lets the learner acknowledge an epoch whose history it lacks).
 ///
 /// A SNAP carries the snapshot in its data buffer, so it is limited to
-/// [`MAX_PACKET_DATA`](crate::discovery::MAX_PACKET_DATA).
+/// [`MAX_PACKET_DATA`](crate::packet::MAX_PACKET_DATA).
 pub fn leader_sync_packets(plan: &SyncPlan, new_epoch: i64) -> Vec<QuorumPacket> {
     let (head, txns) = match plan {
         SyncPlan::Diff { after, txns } => (QuorumPacket::new(packet_type::DIFF, after.0), txns),

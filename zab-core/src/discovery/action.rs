@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::broadcast::BroadcastAction;
-use crate::discovery::QuorumPacket;
+use crate::packet::QuorumPacket;
 use crate::types::ServerId;
 
 /// One step for the driver, carried out in order. A `Persist*` must be durable before any
@@ -84,14 +84,4 @@ impl Default for Timing {
             sync_limit: 5,
         }
     }
-}
-
-/// `epoch << 32`: the zxid of LEADERINFO, NEWLEADER and their acknowledgements.
-pub fn epoch_zxid(epoch: i64) -> i64 {
-    epoch.wrapping_shl(32)
-}
-
-/// `zxid >> 32`.
-pub fn zxid_epoch(zxid: i64) -> i64 {
-    zxid >> 32
 }

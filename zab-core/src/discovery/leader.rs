@@ -20,12 +20,13 @@ use std::time::Instant;
 use bytes::Bytes;
 use tracing::{debug, info, warn};
 
-use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
-use super::packet::{
+use super::action::{DiscoveryAction, Timing};
+use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
+use crate::packet::QuorumPacket;
+use crate::packet::{
     check_learner_claim, decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION,
 };
-use super::QuorumPacket;
-use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
+use crate::packet::{epoch_zxid, zxid_epoch};
 use crate::quorum::QuorumVerifier;
 use crate::store::PersistedEpochs;
 use crate::txnlog::{Snapshot, Txn};

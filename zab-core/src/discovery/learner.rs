@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tracing::{debug, info, warn};
 
-use super::action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
-use super::packet::{i32_payload, packet_type, LearnerInfo, LEARNER_PROTOCOL_VERSION};
-use super::QuorumPacket;
+use super::action::{DiscoveryAction, Timing};
 use crate::broadcast::{BroadcastAction, LearnerBroadcast, LearnerOptions};
+use crate::packet::QuorumPacket;
+use crate::packet::{epoch_zxid, zxid_epoch};
+use crate::packet::{i32_payload, packet_type, LearnerInfo, LEARNER_PROTOCOL_VERSION};
 use crate::store::PersistedEpochs;
 use crate::types::ServerId;
 use crate::zxid::Zxid;

@@ -5,13 +5,13 @@
 mod action;
 mod leader;
 mod learner;
-mod packet;
 
-pub use action::{epoch_zxid, zxid_epoch, DiscoveryAction, Timing};
+/// The packet types, re-exported from [`crate::packet`] where they live.
+pub use crate::packet::{
+    check_learner_claim, decode_i32_payload, epoch_zxid, i32_payload, packet_type, zxid_epoch,
+    AuthId, LearnerInfo, PacketError, QuorumPacket, LEARNER_PROTOCOL_VERSION, MAX_ACCEPTED_EPOCH,
+    MAX_AUTH_ENTRIES, MAX_AUTH_STRING, MAX_PACKET_DATA,
+};
+pub use action::{DiscoveryAction, Timing};
 pub use leader::LeaderDiscovery;
 pub use learner::LearnerDiscovery;
-pub use packet::{
-    check_learner_claim, decode_i32_payload, i32_payload, packet_type, AuthId, LearnerInfo,
-    PacketError, QuorumPacket, LEARNER_PROTOCOL_VERSION, MAX_ACCEPTED_EPOCH, MAX_AUTH_ENTRIES,
-    MAX_AUTH_STRING, MAX_PACKET_DATA,
-};

@@ -1,4 +1,14 @@
-//! `QuorumPeer`: the tokio driver that runs a server through LOOKING → election →
+//! A whole server: [`PeerCore`], the sans-IO state machine of one ZooKeeper server
+//! (election, discovery, synchronisation, broadcast, the leader's and the learner's roles,
+//! session liveness), and `QuorumPeer`, the tokio driver that runs it over a transport with a
+//! durable store, a transaction log and timers.
+//!
+//! [`PeerCore`] takes [`PeerInput`]s (messages, connection changes, the embedder's writes,
+//! barriers and session touches, durability reports, time) and returns [`PeerAction`]s, to be
+//! carried out in order under the contract documented on [`PeerAction`] (what must be durable
+//! before what may be sent). The crate's lib docs drive three of them by hand.
+//!
+//! `QuorumPeer` (feature `tokio`) runs a server through LOOKING → election →
 //! LEADING / FOLLOWING / OBSERVING (Z3, Z7, Z8), with discovery fixing each new epoch with
 //! a quorum (Z1, Z5) and heartbeats that send a server back to LOOKING (Z6). Embedders follow
 //! its [`PeerStatus`] on a `tokio::sync::watch` channel.
@@ -16,46 +26,24 @@
 //! close through a transaction. See [`PeerHandle::propose`] for how a caller learns the
 //! result of its write.
 //!
-//! Three peers on the in-memory mesh elect server 3 (equal zxids: the largest sid wins), which
-//! then leads epoch 1 with a quorum's acknowledgement; killing it makes server 2 lead epoch 2:
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::Duration;
-//!
-//! use zab_core::peer::{PeerConfig, QuorumPeer};
-//! use zab_core::store::MemoryElectionStore;
-//! use zab_core::transport::MemoryNetwork;
-//! use zab_core::{LearnerType, QuorumMaj, ServerId};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() {
-//! let net = MemoryNetwork::new();
-//! let quorum = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
-//! let mut peers = Vec::new();
-//! for sid in 1..=3 {
-//!     let cfg = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum.clone());
-//!     let store = MemoryElectionStore::default();
-//!     let peer = QuorumPeer::new(cfg, net.endpoint(ServerId(sid)), store).await.unwrap();
-//!     peers.push(peer.spawn());
-//! }
-//! let wait = Duration::from_secs(5);
-//! let led = peers[2].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
-//! assert_eq!((led.leader, led.epoch), (Some(ServerId(3)), Some(1)));
-//!
-//! peers[2].kill();
-//! let led = peers[1].wait_for(wait, |s| s.is_established_leader()).await.unwrap();
-//! assert_eq!((led.leader, led.epoch), (Some(ServerId(2)), Some(2)));
-//! # }
-//! ```
-//!
+//! `QuorumPeer`'s own docs show three of them electing and failing over on the in-memory mesh.
 //! The status is a `watch` channel: it holds the latest value, so a very short LOOKING phase
 //! (a re-election decided at once) may not be observed by a slow reader.
 
+mod action;
+mod config;
+mod core;
+#[cfg(feature = "tokio")]
 mod driver;
+#[cfg(feature = "tokio")]
 mod replication;
 pub mod sessions;
 
-pub use driver::{PeerConfig, PeerError, PeerHandle, PeerStatus, QuorumPeer, SyncError};
+pub use self::action::{PeerAction, PeerInput, SyncId};
+pub use self::config::{PeerConfig, PeerStatus};
+pub use self::core::PeerCore;
+#[cfg(feature = "tokio")]
+pub use driver::{PeerError, PeerHandle, QuorumPeer, SyncError};
+#[cfg(feature = "tokio")]
 pub use replication::ReplicationError;
 pub use sessions::{SessionId, SessionTracker};

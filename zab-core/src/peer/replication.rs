@@ -1,10 +1,8 @@
-//! The peer's replicated state: its transaction log, its state machine and, while it leads an
-//! established epoch, the broadcast core. Carries out the log and state-machine actions of
-//! synchronisation and broadcast.
+//! The peer's replicated state: its transaction log and its state machine. Carries out the
+//! log and state-machine actions of a [`PeerCore`](super::PeerCore).
 
-use crate::broadcast::{BroadcastAction, LeaderBroadcast};
 use crate::state_machine::{SnapshotError, StateMachine};
-use crate::txnlog::{Snapshot, SnapshotPolicy, Txn, TxnLog, TxnLogError};
+use crate::txnlog::{Snapshot, Txn, TxnLog, TxnLogError};
 use crate::zxid::Zxid;
 
 /// Why replication failed; the peer stops rather than continue with a log it cannot trust.
@@ -22,11 +20,6 @@ pub enum ReplicationError {
 pub(super) struct Replication {
     pub(super) log: Box<dyn TxnLog>,
     pub(super) sm: Box<dyn StateMachine>,
-    pub(super) leader: Option<LeaderBroadcast>,
-    /// When to snapshot and compact the log.
-    pub(super) policy: SnapshotPolicy,
-    /// Committed transactions applied since the last snapshot.
-    since_snapshot: u64,
 }
 
 impl Replication {
@@ -35,13 +28,7 @@ impl Replication {
         log: Box<dyn TxnLog>,
         sm: Box<dyn StateMachine>,
     ) -> Result<Self, ReplicationError> {
-        let mut r = Self {
-            log,
-            sm,
-            leader: None,
-            policy: SnapshotPolicy::default(),
-            since_snapshot: 0,
-        };
+        let mut r = Self { log, sm };
         r.reload()?;
         Ok(r)
     }
@@ -61,63 +48,55 @@ impl Replication {
     /// The history a new leader syncs learners from: base, transactions after it, snapshot.
     pub(super) fn history(&self) -> Result<(Zxid, Vec<Txn>, Option<Snapshot>), ReplicationError> {
         let snapshot = self.log.latest_snapshot()?;
-        let base = match (&snapshot, self.log.first_zxid()) {
-            (Some(s), Some(first)) if first > s.zxid => s.zxid,
-            (Some(s), None) => s.zxid,
-            _ => Zxid::ZERO,
-        };
+        // Everything up to the newest snapshot is served by it: a purged log no longer
+        // reaches back to the first transaction, so only what follows the snapshot counts.
+        let base = snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid);
         Ok((base, self.log.read_after(base)?, snapshot))
     }
 
-    /// Carries out a log or state-machine action (learner side, or the leader's own).
-    pub(super) fn carry_out(&mut self, a: BroadcastAction) -> Result<(), ReplicationError> {
-        match a {
-            BroadcastAction::Log(txns) => self.log.append(&txns)?,
-            // Already in the state (replayed from the log at start-up): skip.
-            BroadcastAction::Apply(t) if t.zxid > self.sm.last_applied() => {
-                self.sm.apply(&t);
-                self.since_snapshot += 1;
+    /// Applies a committed transaction, unless the state machine already has it (replayed
+    /// from the log at start-up).
+    pub(super) fn apply(&mut self, t: &Txn) {
+        if t.zxid > self.sm.last_applied() {
+            self.sm.apply(t);
+        }
+    }
+
+    /// Applies, in zxid order, every logged transaction up to `z` not applied yet.
+    pub(super) fn commit_logged(&mut self, z: Zxid) -> Result<(), ReplicationError> {
+        for t in self.log.read_after(self.sm.last_applied())? {
+            if t.zxid > z {
+                break;
             }
-            BroadcastAction::CommitLogged(z) => {
-                for t in self.log.read_after(self.sm.last_applied())? {
-                    if t.zxid > z {
-                        break;
-                    }
-                    self.sm.apply(&t);
-                    self.since_snapshot += 1;
-                }
-            }
-            BroadcastAction::Truncate(z) => {
-                self.log.truncate(z)?;
-                if self.sm.last_applied() > z {
-                    // Applied transactions were cut: rebuild from the snapshot and the log.
-                    self.sm.reset();
-                    self.reload()?;
-                }
-            }
-            BroadcastAction::RestoreSnapshot(s) => {
-                self.log.clear()?;
-                self.sm.restore(&s)?;
-                self.log.save_snapshot(&s)?;
-            }
-            _ => {}
+            self.sm.apply(&t);
         }
         Ok(())
     }
 
-    /// Z2, ZooKeeper's `snapCount`: once [`SnapshotPolicy::snap_count`] committed transactions
-    /// were applied since the last snapshot, takes one, stores it durably and compacts the log
-    /// it covers. The caller only asks while serving an established epoch: then everything
-    /// applied is committed, whereas during a sync a later leader's TRUNC may still cut
-    /// applied proposals, which a snapshot would make permanent. Returns whether it took one.
-    pub(super) fn snapshot_if_due(&mut self) -> Result<bool, ReplicationError> {
-        if self.since_snapshot < self.policy.snap_count.max(1) {
-            return Ok(false);
+    /// TRUNC: drops the log above `z`; a state machine that applied any of it is rebuilt
+    /// from the snapshot and the log.
+    pub(super) fn truncate(&mut self, z: Zxid) -> Result<(), ReplicationError> {
+        self.log.truncate(z)?;
+        if self.sm.last_applied() > z {
+            self.sm.reset();
+            self.reload()?;
         }
-        self.since_snapshot = 0;
+        Ok(())
+    }
+
+    /// SNAP: clears the log, restores the state machine from `s` and stores it.
+    pub(super) fn restore(&mut self, s: &Snapshot) -> Result<(), ReplicationError> {
+        self.log.clear()?;
+        self.sm.restore(s)?;
+        self.log.save_snapshot(s)?;
+        Ok(())
+    }
+
+    /// Takes a snapshot, stores it durably and compacts the log it covers; returns its zxid.
+    pub(super) fn snapshot(&mut self) -> Result<Zxid, ReplicationError> {
         let snapshot = self.sm.take_snapshot();
         self.log.save_snapshot(&snapshot)?;
         self.log.purge(snapshot.zxid)?;
-        Ok(true)
+        Ok(snapshot.zxid)
     }
 }

@@ -1,19 +1,37 @@
-//! [`FileTxnLog`]: a transaction log and snapshots in one directory.
+//! [`FileTxnLog`]: a transaction log in segments, and snapshots, in one directory.
 //!
-//! - `txnlog`: the 8-byte magic `HATXLOG1`, then records
-//!   `u32 len; u32 crc32c(zxid ++ data); i64 zxid; data[len]` (big-endian). On open, the first
-//!   record that is short, over [`MAX_TXN_DATA`], fails its checksum or does not increase the
-//!   zxid marks a torn tail: the file is cut there (a crash mid-append loses only that append,
-//!   which was never acknowledged).
+//! - `log.<zxid as 16 hex digits>`: one segment of the log, named after the zxid of its first
+//!   transaction (as ZooKeeper names its `log.<zxid>` files). The 8-byte magic `HATXLOG1`,
+//!   then records `u32 len; u32 crc32c(zxid ++ data); i64 zxid; data[len]` (big-endian). A
+//!   segment is created by the first append after the previous one passed
+//!   [`FileTxnLogOptions::segment_size`] bytes (ZooKeeper's `txnLogSizeLimitInKb`) or after a
+//!   snapshot was saved (ZooKeeper rolls its log at every snapshot), so that whole segments
+//!   can be [purged](TxnLog::purge) once snapshots cover them.
+//! - On open only the last segment is scanned: its first record that is short, over
+//!   [`MAX_TXN_DATA`], fails its checksum or does not increase the zxid marks a torn tail
+//!   and the segment is cut there (a crash mid-append loses only that append, which was never
+//!   acknowledged); a last segment left without a record by a crash is deleted. A damaged
+//!   record in an older segment is reported as [`TxnLogError::Corrupt`] when read.
 //! - `snapshot.<zxid as 16 hex digits>`: the magic `HASNAP01`, `i64 zxid; u64 len;
 //!   u32 crc32c(data)`, then the data. Written to a temporary file, fsynced, renamed into place
 //!   and the directory fsynced, so a crash leaves the old or the new snapshot. A snapshot that
 //!   fails its checks is skipped for the next older one.
 //!
+//! Memory does not grow with the log: the log keeps one entry per segment, and reads stream
+//! through the segments from the one holding the wanted zxid.
+//!
+//! Purge (ZooKeeper's `PurgeTxnLog`): the newest [`FileTxnLogOptions::snap_retain_count`]
+//! snapshots are kept (at least [`MIN_SNAP_RETAIN_COUNT`]); older snapshots are deleted, and
+//! so is every segment whose transactions all lie at or below the oldest kept snapshot.
+//!
 //! Group commit: [`TxnLog::append_deferred`] writes the records at once and leaves the fsync
 //! to the next [`TxnLog::sync`], which covers every record written since the last one (as
 //! ZooKeeper's sync thread flushes a group of transactions with one fsync);
-//! [`TxnLog::start_sync`] hands that fsync to another thread while appends go on.
+//! [`TxnLog::start_sync`] hands that fsync to another thread while appends go on. A segment
+//! is fsynced when the log rolls to the next one.
+//!
+//! A directory written by an older version of this log (one file `txnlog`) is turned into a
+//! segment on open.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -22,6 +40,7 @@ use std::path::{Path, PathBuf};
 use bytes::{BufMut, Bytes, BytesMut};
 use tracing::warn;
 
+use super::retain::MIN_SNAP_RETAIN_COUNT;
 use super::{
     check_append, FsyncPolicy, PendingSync, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA,
     MAX_TXN_DATA,
@@ -32,23 +51,109 @@ const LOG_MAGIC: &[u8; 8] = b"HATXLOG1";
 const SNAP_MAGIC: &[u8; 8] = b"HASNAP01";
 const RECORD_HEADER: u64 = 16;
 const SNAP_HEADER: usize = 8 + 8 + 8 + 4;
-const LOG_FILE: &str = "txnlog";
-const SNAP_PREFIX: &str = "snapshot.";
+const LEGACY_LOG_FILE: &str = "txnlog";
+const LOG_PREFIX: &str = "log.";
+pub(super) const SNAP_PREFIX: &str = "snapshot.";
+
+/// Default size after which the log rolls to a new segment (64 MiB, the size ZooKeeper
+/// preallocates its log files to).
+pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
+
+/// How a [`FileTxnLog`] writes, rolls and purges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileTxnLogOptions {
+    /// When appends become durable.
+    pub fsync: FsyncPolicy,
+    /// A segment that reached this many bytes is closed and the next append starts a new one
+    /// (ZooKeeper's `txnLogSizeLimitInKb`). A single batch is never split, so a segment may
+    /// exceed it by one batch.
+    pub segment_size: u64,
+    /// Snapshots kept by [`TxnLog::purge`] (ZooKeeper's `autopurge.snapRetainCount`; values
+    /// below [`MIN_SNAP_RETAIN_COUNT`] count as it).
+    pub snap_retain_count: usize,
+}
+
+impl FileTxnLogOptions {
+    /// [`FsyncPolicy::EveryAppend`], [`DEFAULT_SEGMENT_SIZE`], [`MIN_SNAP_RETAIN_COUNT`].
+    pub const fn new() -> Self {
+        Self {
+            fsync: FsyncPolicy::EveryAppend,
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            snap_retain_count: MIN_SNAP_RETAIN_COUNT,
+        }
+    }
+
+    /// With this fsync policy.
+    #[must_use]
+    pub const fn with_fsync(mut self, fsync: FsyncPolicy) -> Self {
+        self.fsync = fsync;
+        self
+    }
+
+    /// Rolling to a new segment past `bytes` (at least one record per segment).
+    #[must_use]
+    pub const fn with_segment_size(mut self, bytes: u64) -> Self {
+        self.segment_size = bytes;
+        self
+    }
+
+    /// Keeping the newest `count` snapshots when purging (at least
+    /// [`MIN_SNAP_RETAIN_COUNT`]).
+    #[must_use]
+    pub const fn with_snap_retain_count(mut self, count: usize) -> Self {
+        self.snap_retain_count = if count < MIN_SNAP_RETAIN_COUNT {
+            MIN_SNAP_RETAIN_COUNT
+        } else {
+            count
+        };
+        self
+    }
+}
+
+impl Default for FileTxnLogOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One segment file: the zxid of its first record.
+#[derive(Debug, Clone)]
+struct Segment {
+    first: Zxid,
+    path: PathBuf,
+}
 
 /// A [`TxnLog`] in a directory (see the module documentation for the formats).
 #[derive(Debug)]
 pub struct FileTxnLog {
     dir: PathBuf,
-    file: File,
-    policy: FsyncPolicy,
-    /// (zxid, offset of its record) for every record.
-    index: Vec<(Zxid, u64)>,
+    opts: FileTxnLogOptions,
+    /// Every segment, oldest first; the last one is the one appended to.
+    segments: Vec<Segment>,
+    /// The last segment, open for appending (`None` when there is no segment).
+    file: Option<File>,
+    /// The valid length of the last segment.
     end: u64,
+    /// The last logged zxid.
+    last: Option<Zxid>,
+    /// The next append starts a new segment (a snapshot was saved since the last roll).
+    roll_pending: bool,
     snapshot_zxid: Zxid,
     /// Records were written since the last fsync.
     unsynced: bool,
 }
 
+fn segment_name(first: Zxid) -> String {
+    format!("{LOG_PREFIX}{:016x}", first.0)
+}
+
+fn parse_hex_zxid(hex: &str) -> Option<Zxid> {
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok().map(|z| Zxid(z as i64))
+}
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TxnLogError + '_ {
     move |source| TxnLogError::Io {
         path: path.to_path_buf(),
@@ -95,66 +200,143 @@ fn read_record(r: &mut impl Read) -> std::io::Result<Option<Txn>> {
     Ok(Some(Txn::new(zxid, data)))
 }
 
+/// What a scan of one segment found: where its valid records end and the last of them.
+struct Scan {
+    end: u64,
+    first: Option<Zxid>,
+    last: Option<Zxid>,
+    len: u64,
+}
+
+/// Reads the records of the segment at `path` from its start, stopping at the first torn or
+/// corrupt one, at a zxid that does not increase, or at the first zxid above `upto`.
+fn scan_segment(path: &Path, upto: Option<Zxid>) -> Result<Scan, TxnLogError> {
+    let file = File::open(path).map_err(io(path))?;
+    let len = file.metadata().map_err(io(path))?.len();
+    let mut r = BufReader::new(file);
+    let mut magic = [0u8; 8];
+    if !read_full(&mut r, &mut magic).map_err(io(path))? {
+        return Ok(Scan {
+            end: 0,
+            first: None,
+            last: None,
+            len,
+        });
+    }
+    if &magic != LOG_MAGIC {
+        return Err(TxnLogError::Corrupt {
+            path: path.to_path_buf(),
+            reason: "bad magic".into(),
+        });
+    }
+    let mut scan = Scan {
+        end: LOG_MAGIC.len() as u64,
+        first: None,
+        last: None,
+        len,
+    };
+    while let Some(t) = read_record(&mut r).map_err(io(path))? {
+        if scan.last.is_some_and(|z| t.zxid <= z) || upto.is_some_and(|u| t.zxid > u) {
+            break;
+        }
+        scan.first.get_or_insert(t.zxid);
+        scan.last = Some(t.zxid);
+        scan.end += RECORD_HEADER + t.data.len() as u64;
+    }
+    Ok(scan)
+}
+
 impl FileTxnLog {
-    /// Opens the log in `dir` (created if missing), cutting a torn tail.
+    /// Opens the log in `dir` (created if missing) with `policy` and the default
+    /// [`FileTxnLogOptions`], cutting a torn tail.
     pub fn open(dir: impl Into<PathBuf>, policy: FsyncPolicy) -> Result<Self, TxnLogError> {
+        Self::open_with(dir, FileTxnLogOptions::new().with_fsync(policy))
+    }
+
+    /// Opens the log in `dir` (created if missing) with `opts`, cutting a torn tail of its
+    /// last segment.
+    pub fn open_with(
+        dir: impl Into<PathBuf>,
+        opts: FileTxnLogOptions,
+    ) -> Result<Self, TxnLogError> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join(LOG_FILE);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io(&path))?;
-        let len = file.metadata().map_err(io(&path))?.len();
-        let mut index = Vec::new();
-        let mut end = LOG_MAGIC.len() as u64;
-        if len < end {
-            // New, or torn while writing the magic.
-            file.set_len(0).map_err(io(&path))?;
-            file.write_all(LOG_MAGIC).map_err(io(&path))?;
-            file.sync_all().map_err(io(&path))?;
-        } else {
-            let mut r = BufReader::new(&file);
-            let mut magic = [0u8; 8];
-            r.read_exact(&mut magic).map_err(io(&path))?;
-            if &magic != LOG_MAGIC {
-                return Err(TxnLogError::Corrupt {
-                    path,
-                    reason: "bad magic".into(),
-                });
-            }
-            while let Some(t) = read_record(&mut r).map_err(io(&path))? {
-                if index.last().is_some_and(|(z, _)| t.zxid <= *z) {
-                    break;
-                }
-                index.push((t.zxid, end));
-                end += RECORD_HEADER + t.data.len() as u64;
-            }
-            if end < len {
-                warn!(
-                    file = %path.display(),
-                    kept = end,
-                    dropped = len - end,
-                    "cutting a torn transaction log tail"
-                );
-                file.set_len(end).map_err(io(&path))?;
-                file.sync_all().map_err(io(&path))?;
-            }
+        migrate_legacy(&dir)?;
+        let mut segments = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(io(&dir))? {
+            let e = e.map_err(io(&dir))?;
+            let name = e.file_name();
+            let Some(first) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(LOG_PREFIX))
+                .and_then(parse_hex_zxid)
+            else {
+                continue;
+            };
+            segments.push(Segment {
+                first,
+                path: e.path(),
+            });
         }
+        segments.sort_by_key(|s| s.first);
         let mut log = Self {
             dir,
-            file,
-            policy,
-            index,
-            end,
+            opts,
+            segments,
+            file: None,
+            end: 0,
+            last: None,
+            roll_pending: false,
             snapshot_zxid: Zxid::ZERO,
             unsynced: false,
         };
+        log.recover_tail()?;
         log.snapshot_zxid = log.latest_snapshot()?.map(|s| s.zxid).unwrap_or(Zxid::ZERO);
         Ok(log)
+    }
+
+    /// Finds the end of the last segment, cutting its torn tail; deletes a last segment
+    /// without any intact record (a crash right after it was created).
+    fn recover_tail(&mut self) -> Result<(), TxnLogError> {
+        while let Some(seg) = self.segments.last().cloned() {
+            let scan = scan_segment(&seg.path, None)?;
+            match scan.first {
+                Some(first) if first != seg.first => {
+                    return Err(TxnLogError::Corrupt {
+                        path: seg.path,
+                        reason: format!("first record is {first}, not the segment's zxid"),
+                    })
+                }
+                Some(_) => {
+                    let file = OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(&seg.path)
+                        .map_err(io(&seg.path))?;
+                    if scan.end < scan.len {
+                        warn!(
+                            file = %seg.path.display(),
+                            kept = scan.end,
+                            dropped = scan.len - scan.end,
+                            "cutting a torn transaction log tail"
+                        );
+                        file.set_len(scan.end).map_err(io(&seg.path))?;
+                        file.sync_all().map_err(io(&seg.path))?;
+                    }
+                    self.file = Some(file);
+                    self.end = scan.end;
+                    self.last = scan.last;
+                    return Ok(());
+                }
+                None => {
+                    warn!(file = %seg.path.display(), "deleting a log segment without records");
+                    std::fs::remove_file(&seg.path).map_err(io(&seg.path))?;
+                    self.sync_dir()?;
+                    self.segments.pop();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The directory holding the log.
@@ -162,8 +344,21 @@ impl FileTxnLog {
         &self.dir
     }
 
-    fn log_path(&self) -> PathBuf {
-        self.dir.join(LOG_FILE)
+    /// The options the log was opened with.
+    pub fn options(&self) -> FileTxnLogOptions {
+        self.opts
+    }
+
+    /// The segment files, oldest first.
+    pub fn segment_paths(&self) -> Vec<PathBuf> {
+        self.segments.iter().map(|s| s.path.clone()).collect()
+    }
+
+    fn current_path(&self) -> PathBuf {
+        self.segments
+            .last()
+            .map(|s| s.path.clone())
+            .unwrap_or_else(|| self.dir.clone())
     }
 
     fn read_snapshot(path: &Path) -> Result<Option<Snapshot>, TxnLogError> {
@@ -199,50 +394,164 @@ impl FileTxnLog {
             .and_then(|d| d.sync_all())
             .map_err(io(&self.dir))
     }
-}
 
-impl FileTxnLog {
+    /// Starts a segment for a batch whose first zxid is `first`: the previous one is fsynced
+    /// first (a later sync covers only the new file), and the directory after creating it.
+    fn roll(&mut self, first: Zxid) -> Result<(), TxnLogError> {
+        if self.file.is_some() && self.end <= LOG_MAGIC.len() as u64 {
+            // A segment left without a record by a failed write: replace it.
+            self.file = None;
+            if let Some(s) = self.segments.pop() {
+                std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+            }
+        }
+        if let Some(f) = self.file.take() {
+            if self.unsynced {
+                let path = self.current_path();
+                f.sync_data().map_err(io(&path))?;
+                self.unsynced = false;
+            }
+        }
+        let path = self.dir.join(segment_name(first));
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        f.write_all(LOG_MAGIC).map_err(io(&path))?;
+        self.sync_dir()?;
+        self.segments.push(Segment { first, path });
+        self.file = Some(f);
+        self.end = LOG_MAGIC.len() as u64;
+        self.roll_pending = false;
+        Ok(())
+    }
+
     /// Writes `txns` as records after the last one, with an fsync if `durable`.
     fn write_records(&mut self, txns: &[Txn], durable: bool) -> Result<(), TxnLogError> {
-        check_append(self.index.last().map(|(z, _)| *z), txns)?;
+        check_append(self.last, txns)?;
+        let Some(first) = txns.first() else {
+            if durable {
+                return self.sync();
+            }
+            return Ok(());
+        };
+        if self.file.is_none()
+            || self.roll_pending
+            || self.end <= LOG_MAGIC.len() as u64
+            || self.end >= self.opts.segment_size.max(LOG_MAGIC.len() as u64 + 1)
+        {
+            self.roll(first.zxid)?;
+        }
         let mut buf = BytesMut::new();
-        let mut offsets = Vec::with_capacity(txns.len());
         for t in txns {
-            offsets.push((t.zxid, self.end + buf.len() as u64));
             buf.put_u32(t.data.len() as u32);
             buf.put_u32(record_crc(t.zxid, &t.data));
             buf.put_i64(t.zxid.0);
             buf.put_slice(&t.data);
         }
-        let path = self.log_path();
-        let written = self
-            .file
-            .seek(SeekFrom::Start(self.end))
-            .and_then(|_| self.file.write_all(&buf))
-            .and_then(|_| {
-                if durable {
-                    self.file.sync_data()
-                } else {
-                    Ok(())
-                }
-            });
+        let path = self.current_path();
+        let end = self.end;
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        let written = file
+            .seek(SeekFrom::Start(end))
+            .and_then(|_| file.write_all(&buf))
+            .and_then(|_| if durable { file.sync_data() } else { Ok(()) });
         if let Err(e) = written {
             // Leave no partial records behind for the next append to follow.
-            let _ = self.file.set_len(self.end);
+            let _ = file.set_len(end);
             return Err(io(&path)(e));
         }
         self.end += buf.len() as u64;
-        self.index.extend(offsets);
-        // A durable write's fsync covers every earlier record too.
+        self.last = txns.last().map(|t| t.zxid);
+        // A durable write's fsync covers every earlier record of the segment too (earlier
+        // segments were fsynced when the log rolled).
         self.unsynced = !durable;
         Ok(())
     }
+
+    /// Calls `f` with every logged transaction above `after`, in order, reading one record
+    /// at a time: memory stays bounded by the largest record whatever the log's length.
+    /// Stops early when `f` returns `false`.
+    pub fn for_each_after(
+        &self,
+        after: Zxid,
+        mut f: impl FnMut(Txn) -> bool,
+    ) -> Result<(), TxnLogError> {
+        if self.last.is_none_or(|l| l <= after) {
+            return Ok(());
+        }
+        let start = self
+            .segments
+            .partition_point(|s| s.first <= after)
+            .saturating_sub(1);
+        let n = self.segments.len();
+        for (i, seg) in self.segments.iter().enumerate().skip(start) {
+            let path = &seg.path;
+            let file = File::open(path).map_err(io(path))?;
+            let limit = if i + 1 == n {
+                self.end
+            } else {
+                file.metadata().map_err(io(path))?.len()
+            };
+            let mut r = BufReader::new(file.take(limit));
+            let mut magic = [0u8; 8];
+            if !read_full(&mut r, &mut magic).map_err(io(path))? || &magic != LOG_MAGIC {
+                return Err(corrupt(path, "bad magic"));
+            }
+            let mut pos = LOG_MAGIC.len() as u64;
+            let mut prev: Option<Zxid> = None;
+            while pos < limit {
+                let Some(t) = read_record(&mut r).map_err(io(path))? else {
+                    return Err(corrupt(path, &format!("damaged record at offset {pos}")));
+                };
+                if prev.is_some_and(|p| t.zxid <= p) {
+                    return Err(corrupt(path, &format!("zxid {} out of order", t.zxid)));
+                }
+                prev = Some(t.zxid);
+                pos += RECORD_HEADER + t.data.len() as u64;
+                if t.zxid > after && !f(t) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn corrupt(path: &Path, reason: &str) -> TxnLogError {
+    TxnLogError::Corrupt {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Turns the single `txnlog` file of an older version into the segment named after its
+/// first record (or deletes it when it holds none).
+fn migrate_legacy(dir: &Path) -> Result<(), TxnLogError> {
+    let legacy = dir.join(LEGACY_LOG_FILE);
+    if !legacy.exists() {
+        return Ok(());
+    }
+    let scan = scan_segment(&legacy, None)?;
+    match scan.first {
+        Some(first) => {
+            let to = dir.join(segment_name(first));
+            std::fs::rename(&legacy, &to).map_err(io(&to))?;
+        }
+        None => std::fs::remove_file(&legacy).map_err(io(&legacy))?,
+    }
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
 impl TxnLog for FileTxnLog {
     fn append(&mut self, txns: &[Txn]) -> Result<(), TxnLogError> {
         // Under `EveryAppend` the fsync also covers earlier deferred appends.
-        self.write_records(txns, self.policy == FsyncPolicy::EveryAppend)
+        self.write_records(txns, self.opts.fsync == FsyncPolicy::EveryAppend)
     }
 
     /// Group commit: the records are written now (one `write`), the fsync waits for
@@ -257,8 +566,10 @@ impl TxnLog for FileTxnLog {
         if !self.unsynced {
             return Ok(());
         }
-        let path = self.log_path();
-        self.file.sync_data().map_err(io(&path))?;
+        let path = self.current_path();
+        if let Some(f) = &self.file {
+            f.sync_data().map_err(io(&path))?;
+        }
         self.unsynced = false;
         Ok(())
     }
@@ -269,8 +580,12 @@ impl TxnLog for FileTxnLog {
         if !self.unsynced {
             return Ok(None);
         }
-        let path = self.log_path();
-        let file = self.file.try_clone().map_err(io(&path))?;
+        let path = self.current_path();
+        let Some(f) = &self.file else {
+            self.unsynced = false;
+            return Ok(None);
+        };
+        let file = f.try_clone().map_err(io(&path))?;
         self.unsynced = false;
         Ok(Some(Box::new(move || {
             file.sync_data()
@@ -279,49 +594,83 @@ impl TxnLog for FileTxnLog {
     }
 
     fn last_zxid(&self) -> Zxid {
-        let log = self.index.last().map(|(z, _)| *z).unwrap_or(Zxid::ZERO);
-        log.max(self.snapshot_zxid)
+        self.last.unwrap_or(Zxid::ZERO).max(self.snapshot_zxid)
     }
 
     fn first_zxid(&self) -> Option<Zxid> {
-        self.index.first().map(|(z, _)| *z)
+        self.segments.first().map(|s| s.first)
     }
 
     fn read_after(&self, after: Zxid) -> Result<Vec<Txn>, TxnLogError> {
-        let i = self.index.partition_point(|(z, _)| *z <= after);
-        let Some((_, start)) = self.index.get(i) else {
-            return Ok(Vec::new());
-        };
-        let path = self.log_path();
-        let mut f = File::open(&path).map_err(io(&path))?;
-        f.seek(SeekFrom::Start(*start)).map_err(io(&path))?;
-        let mut r = BufReader::new(f);
-        let mut out = Vec::with_capacity(self.index.len() - i);
-        for (zxid, _) in &self.index[i..] {
-            match read_record(&mut r).map_err(io(&path))? {
-                Some(t) if t.zxid == *zxid => out.push(t),
-                _ => {
-                    return Err(TxnLogError::Corrupt {
-                        path,
-                        reason: format!("record {zxid} changed on disk"),
-                    })
-                }
-            }
-        }
+        let mut out = Vec::new();
+        self.for_each_after(after, |t| {
+            out.push(t);
+            true
+        })?;
         Ok(out)
     }
 
+    /// Deletes the segments that start above `to` and cuts the one holding `to` after it.
     fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError> {
-        let i = self.index.partition_point(|(z, _)| *z <= to);
-        let Some((_, cut)) = self.index.get(i).copied() else {
+        if self.last.is_none_or(|l| l <= to) {
+            return Ok(());
+        }
+        if self.unsynced {
+            // Whatever is kept must be durable before later segments disappear.
+            self.sync()?;
+        }
+        self.file = None;
+        let mut removed = false;
+        while self.segments.last().is_some_and(|s| s.first > to) {
+            if let Some(s) = self.segments.pop() {
+                std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+                removed = true;
+            }
+        }
+        if removed {
+            self.sync_dir()?;
+        }
+        self.end = 0;
+        self.last = None;
+        if let Some(seg) = self.segments.last().cloned() {
+            let scan = scan_segment(&seg.path, Some(to))?;
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&seg.path)
+                .map_err(io(&seg.path))?;
+            file.set_len(scan.end).map_err(io(&seg.path))?;
+            file.sync_all().map_err(io(&seg.path))?;
+            self.file = Some(file);
+            self.end = scan.end;
+            self.last = scan.last;
+        }
+        Ok(())
+    }
+
+    /// ZooKeeper's `PurgeTxnLog.purge`: keeps the newest
+    /// [`snap_retain_count`](FileTxnLogOptions::snap_retain_count) snapshots, deletes older
+    /// ones, and deletes every segment whose transactions all lie at or below both `upto`
+    /// and the oldest kept snapshot. The segment being appended to always stays.
+    fn purge(&mut self, upto: Zxid) -> Result<(), TxnLogError> {
+        let (_, kept) = self.purge_snapshot_files(self.opts.snap_retain_count)?;
+        let Some(oldest_kept) = kept else {
             return Ok(());
         };
-        let path = self.log_path();
-        self.file.set_len(cut).map_err(io(&path))?;
-        self.file.sync_all().map_err(io(&path))?;
-        self.index.truncate(i);
-        self.end = cut;
-        Ok(())
+        let covered = oldest_kept.min(upto);
+        // Segment i holds zxids below segments[i + 1].first.
+        let doomed = self
+            .segments
+            .windows(2)
+            .take_while(|w| w[1].first.0 <= covered.0.saturating_add(1))
+            .count();
+        if doomed == 0 {
+            return Ok(());
+        }
+        for s in self.segments.drain(..doomed) {
+            std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+        }
+        self.sync_dir()
     }
 
     fn save_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), TxnLogError> {
@@ -341,6 +690,8 @@ impl TxnLog for FileTxnLog {
         std::fs::rename(&tmp, &dst).map_err(io(&dst))?;
         self.sync_dir()?;
         self.snapshot_zxid = self.snapshot_zxid.max(snapshot.zxid);
+        // ZooKeeper rolls its log at every snapshot, so that purging can drop whole files.
+        self.roll_pending = true;
         Ok(())
     }
 

@@ -12,7 +12,7 @@ mod memory;
 mod retain;
 
 pub use error::TxnLogError;
-pub use file::FileTxnLog;
+pub use file::{FileTxnLog, FileTxnLogOptions, DEFAULT_SEGMENT_SIZE};
 pub use memory::MemoryTxnLog;
 pub use retain::MIN_SNAP_RETAIN_COUNT;
 

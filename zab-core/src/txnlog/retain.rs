@@ -4,19 +4,28 @@
 
 use std::path::PathBuf;
 
+use super::file::SNAP_PREFIX;
 use super::{FileTxnLog, TxnLogError};
+use crate::zxid::Zxid;
 
 /// ZooKeeper's minimum (and default) `autopurge.snapRetainCount`.
 pub const MIN_SNAP_RETAIN_COUNT: usize = 3;
-
-/// The file-name prefix of snapshots in a [`FileTxnLog`] directory (`snapshot.<zxid hex>`).
-const SNAP_PREFIX: &str = "snapshot.";
 
 impl FileTxnLog {
     /// Deletes every snapshot file but the newest `retain` (at least
     /// [`MIN_SNAP_RETAIN_COUNT`], as ZooKeeper enforces), by zxid; returns the deleted files.
     /// Leftover temporary files of an interrupted snapshot are deleted too.
     pub fn purge_snapshots(&self, retain: usize) -> Result<Vec<PathBuf>, TxnLogError> {
+        self.purge_snapshot_files(retain)
+            .map(|(deleted, _)| deleted)
+    }
+
+    /// [`purge_snapshots`](Self::purge_snapshots), also returning the zxid of the oldest
+    /// snapshot kept.
+    pub(super) fn purge_snapshot_files(
+        &self,
+        retain: usize,
+    ) -> Result<(Vec<PathBuf>, Option<Zxid>), TxnLogError> {
         let retain = retain.max(MIN_SNAP_RETAIN_COUNT);
         let dir = self.dir();
         let io = |source| TxnLogError::Io {
@@ -41,6 +50,10 @@ impl FileTxnLog {
             }
         }
         snaps.sort_by_key(|(z, _)| std::cmp::Reverse(*z));
+        let oldest_kept = snaps
+            .get(..retain.min(snaps.len()))
+            .and_then(|kept| kept.last())
+            .map(|(z, _)| Zxid(*z as i64));
         doomed.extend(snaps.into_iter().skip(retain).map(|(_, p)| p));
         for p in &doomed {
             std::fs::remove_file(p).map_err(|source| TxnLogError::Io {
@@ -48,6 +61,6 @@ impl FileTxnLog {
                 source,
             })?;
         }
-        Ok(doomed)
+        Ok((doomed, oldest_kept))
     }
 }

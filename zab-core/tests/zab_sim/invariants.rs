@@ -55,7 +55,7 @@ impl ZabSim {
         id: ServerId,
         node: &mut Node,
     ) -> Result<(), String> {
-        let now_applied = node.sm.applied.clone();
+        let now_applied = node.srv.state_machine().applied.clone();
         let kept = node.delivered.len();
         if now_applied.len() < kept || now_applied[..kept] != node.delivered[..] {
             let lost = node

@@ -1,9 +1,9 @@
-//! The whole-ensemble Zab simulator used by `zab_simulation.rs`: every server runs the real
-//! sans-IO cores (`FastLeaderElection`, `LeaderDiscovery` / `LearnerDiscovery` with their
-//! `LearnerBroadcast`, `LeaderBroadcast`) wired the way the tokio peer wires them, over the
-//! shared simulated network of `sim/net.rs`, with a `MemoryTxnLog` that survives crashes (its
-//! unsynced tail does not) and a `RecordingStateMachine` that does not. The Zab.tla
-//! properties are checked after every step (see `zab_simulation.rs`).
+//! The whole-ensemble Zab simulator used by `zab_simulation.rs`: every server is a
+//! `PeerCore` (the production composition of election, discovery, sync and broadcast) run
+//! through zab-core's shared harness (`simulation::SimServer`: a `MemoryTxnLog` that survives
+//! crashes but for its unsynced tail, a `RecordingStateMachine` that does not), over the
+//! simulated network of `sim/net.rs`. The Zab.tla properties are checked after every step
+//! (see `zab_simulation.rs`).
 
 #![allow(dead_code)]
 
@@ -20,16 +20,15 @@ use bytes::Bytes;
 use net::{ms, Network};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use zab_core::broadcast::{BroadcastAction, LeaderBroadcast, LearnerOptions};
-use zab_core::discovery::{
-    packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery, QuorumPacket, Timing,
-};
-use zab_core::state_machine::{RecordingStateMachine, StateMachine};
-use zab_core::store::PersistedEpochs;
-use zab_core::txnlog::{FsyncPolicy, MemoryTxnLog, Txn, TxnLog};
+use zab_core::broadcast::LearnerOptions;
+use zab_core::discovery::Timing;
+use zab_core::packet::{packet_type, QuorumPacket};
+use zab_core::peer::{PeerAction, PeerConfig, PeerInput};
+use zab_core::simulation::SimServer;
+use zab_core::txnlog::{SnapshotPolicy, Txn, TxnLog};
 use zab_core::{
-    Action, ElectionConfig, FastLeaderElection, LearnerType, Notification, QuorumMaj,
-    QuorumVerifier, ServerId, ServerState, VoteData, Zxid,
+    ElectionConfig, LearnerType, Notification, QuorumMaj, QuorumVerifier, ServerId, ServerState,
+    Zxid,
 };
 
 /// Faults stop after this much simulated time.
@@ -64,32 +63,29 @@ enum CrashPlan {
     AfterSending(i32),
 }
 
-enum Role {
-    Looking,
-    Leader(Box<LeaderDiscovery>),
-    Learner(Box<LearnerDiscovery>),
-}
-
 struct Node {
-    voter: bool,
     alive: bool,
     restart_at: Option<Instant>,
-    core: FastLeaderElection,
-    role: Role,
-    bc: Option<LeaderBroadcast>,
-    serving: bool,
-    // durable
-    log: MemoryTxnLog,
-    epochs: PersistedEpochs,
-    // volatile
-    sm: RecordingStateMachine,
-    up: Option<u64>,
-    down: BTreeMap<ServerId, u64>,
-    stashed: BTreeMap<ServerId, (u64, QuorumPacket)>,
+    /// The server: its core, durable log and epochs, volatile state machine.
+    srv: SimServer,
+    /// The quorum stream this node uses with each peer (the transport's connection table).
+    conns: BTreeMap<ServerId, u64>,
+    /// Streams this node closed: what still arrives on them is dropped.
+    closed: BTreeSet<u64>,
     crash_plan: Option<CrashPlan>,
-    since_snapshot: u64,
     // ghost: every transaction this server delivered (applied while serving), across crashes
     delivered: Vec<Txn>,
+}
+
+impl Node {
+    /// Whether the server serves an established epoch.
+    fn serving(&self) -> bool {
+        self.alive && self.srv.status().epoch.is_some()
+    }
+
+    fn state(&self) -> ServerState {
+        self.srv.status().state
+    }
 }
 
 /// Counts of what a run did.
@@ -125,16 +121,11 @@ pub struct ZabSim {
     rng: StdRng,
     origin: Instant,
     now: Instant,
-    config: ElectionConfig,
-    timing: Timing,
-    qv: Arc<dyn QuorumVerifier>,
-    options: LearnerOptions,
     nodes: BTreeMap<ServerId, Node>,
     net: Network<Msg>,
     econns: BTreeSet<(ServerId, ServerId)>,
     conns_dirty: bool,
     stream_reset: f64,
-    snap_count: u64,
     chaos_until: Instant,
     next_fault: Instant,
     next_write: Instant,
@@ -162,39 +153,30 @@ impl ZabSim {
             .with_fast_decide(setup.seed.is_multiple_of(2));
         let timing = Timing::new(ms(100), 10, 4);
         let origin = Instant::now();
+        let mut snap_count = rng.random_range(3..40u64);
+        if std::env::var("ZAB_SIM_NO_SNAP").is_ok() {
+            snap_count = u64::MAX;
+        }
         let mut nodes = BTreeMap::new();
         for id in voter_ids.iter().chain(observer_ids.iter()) {
-            let voter = voter_ids.contains(id);
-            let lt = if voter {
+            let lt = if voter_ids.contains(id) {
                 LearnerType::Participant
             } else {
                 LearnerType::Observer
             };
-            let core = FastLeaderElection::new(
-                config.clone(),
-                ServerId(*id),
-                lt,
-                qv.clone(),
-                VoteData::new(Zxid::ZERO, 0),
-            );
+            let cfg = PeerConfig::new(ServerId(*id), lt, qv.clone())
+                .with_election(config.clone())
+                .with_timing(timing)
+                .with_learner_options(setup.options);
             nodes.insert(
                 ServerId(*id),
                 Node {
-                    voter,
                     alive: true,
                     restart_at: None,
-                    core,
-                    role: Role::Looking,
-                    bc: None,
-                    serving: false,
-                    log: MemoryTxnLog::with_policy(FsyncPolicy::OnSync),
-                    epochs: PersistedEpochs::default(),
-                    sm: RecordingStateMachine::default(),
-                    up: None,
-                    down: BTreeMap::new(),
-                    stashed: BTreeMap::new(),
+                    srv: SimServer::new(cfg, SnapshotPolicy::every(snap_count)),
+                    conns: BTreeMap::new(),
+                    closed: BTreeSet::new(),
                     crash_plan: None,
-                    since_snapshot: 0,
                     delivered: Vec::new(),
                 },
             );
@@ -203,26 +185,17 @@ impl ZabSim {
         let dup = rng.random_range(0.0..0.1);
         let max_delay = rng.random_range(1..60u64);
         let stream_reset = rng.random_range(0.0..0.01);
-        let mut snap_count = rng.random_range(3..40u64);
-        if std::env::var("ZAB_SIM_NO_SNAP").is_ok() {
-            snap_count = u64::MAX;
-        }
         let net = Network::new(nodes.keys().copied(), loss, dup, max_delay);
         ZabSim {
             seed: setup.seed,
             rng,
             origin,
             now: origin,
-            config,
-            timing,
-            qv,
-            options: setup.options.with_follow_broadcast(true),
             nodes,
             net,
             econns: BTreeSet::new(),
             conns_dirty: false,
             stream_reset,
-            snap_count,
             chaos_until: origin + CHAOS,
             next_fault: origin + ms(300),
             next_write: origin + ms(50),
@@ -265,15 +238,16 @@ impl ZabSim {
             s.push('\n');
         }
         for (id, n) in &self.nodes {
+            let epochs = n.srv.epochs();
             s.push_str(&format!(
                 "  server {}: alive {} state {} serving {} epochs (acc {}, cur {}) log {} delivered {}\n",
                 id.0,
                 n.alive,
-                n.core.state(),
-                n.serving,
-                n.epochs.accepted_epoch,
-                n.epochs.current_epoch,
-                n.log.last_zxid(),
+                n.state(),
+                n.serving(),
+                epochs.accepted_epoch,
+                epochs.current_epoch,
+                n.srv.log().last_zxid(),
                 n.delivered.len()
             ));
         }
@@ -302,13 +276,13 @@ impl ZabSim {
                 let was = self.econns.contains(&(*a, *b));
                 if up && !was {
                     self.econns.insert((*a, *b));
-                    if let Some(n) = self.nodes.get_mut(a) {
-                        n.core.connection_up(now, *b);
+                    if let Some(n) = self.nodes.get_mut(a).filter(|n| n.alive) {
+                        n.srv.handle(now, PeerInput::ElectionConnected(*b));
                     }
                 } else if !up && was {
                     self.econns.remove(&(*a, *b));
                     if let Some(n) = self.nodes.get_mut(a).filter(|n| n.alive) {
-                        n.core.connection_down(now, *b);
+                        n.srv.handle(now, PeerInput::ElectionDisconnected(*b));
                     }
                 }
             }
@@ -362,15 +336,11 @@ impl ZabSim {
         self.stats.crashes += 1;
         self.note(format!("{} crashes ({how})", id.0));
         node.alive = false;
-        node.serving = false;
-        node.bc = None;
-        node.role = Role::Looking;
         node.crash_plan = None;
-        node.log.crash();
-        node.stashed.clear();
-        let streams: Vec<u64> = node.down.values().copied().chain(node.up.take()).collect();
-        node.down.clear();
+        node.srv.crash();
+        let streams: Vec<u64> = std::mem::take(&mut node.conns).into_values().collect();
         for s in streams {
+            node.closed.insert(s);
             self.close_stream(s, id, false);
         }
         node.restart_at = Some(self.now + ms(self.rng.random_range(100..1200)));
@@ -378,34 +348,21 @@ impl ZabSim {
     }
 
     fn restart(&mut self, id: ServerId) -> Result<(), String> {
-        let config = self.config.clone();
-        let qv = self.qv.clone();
         let Some(node) = self.nodes.get_mut(&id) else {
             return Ok(());
         };
-        let lt = if node.voter {
-            LearnerType::Participant
-        } else {
-            LearnerType::Observer
-        };
-        reload(node);
-        node.epochs.last_zxid = node.log.last_zxid().0;
-        let data = VoteData::new(node.log.last_zxid(), node.epochs.current_epoch);
-        node.core = FastLeaderElection::new(config, id, lt, qv, data);
+        node.srv.restart();
         node.alive = true;
         node.restart_at = None;
+        let last = node.srv.log().last_zxid();
         // The new process has no election connections yet.
         self.econns.retain(|(a, _)| *a != id);
-        self.note(format!(
-            "{} restarts with log up to {}",
-            id.0, data.last_zxid
-        ));
-        self.refresh_connections()?;
+        self.note(format!("{} restarts with log up to {last}", id.0));
         let now = self.now;
         if let Some(n) = self.nodes.get_mut(&id) {
-            n.core.start(now);
+            n.srv.handle(now, PeerInput::Start);
         }
-        self.drain(id)
+        self.refresh_connections()
     }
 
     fn random_fault(&mut self) -> Result<(), String> {
@@ -476,17 +433,11 @@ impl ZabSim {
         let Some(node) = self.nodes.get_mut(&pick) else {
             return Ok(());
         };
-        if !node.alive || !node.serving {
+        if !node.serving() {
             return Ok(());
         }
         self.stats.writes += 1;
-        match (&mut node.role, node.bc.as_mut()) {
-            (Role::Leader(_), Some(lb)) => {
-                lb.propose(data).ok();
-            }
-            (Role::Learner(d), _) => d.submit(data),
-            _ => {}
-        }
+        node.srv.handle(self.now, PeerInput::Write(data));
         self.drain(pick)
     }
 
@@ -498,20 +449,8 @@ impl ZabSim {
             t = t.min(at);
         }
         for n in self.nodes.values() {
-            if n.alive {
-                for d in [
-                    n.core.next_deadline(),
-                    match &n.role {
-                        Role::Looking => None,
-                        Role::Leader(d) => d.next_deadline(),
-                        Role::Learner(d) => d.next_deadline(),
-                    },
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    t = t.min(d);
-                }
+            if let Some(d) = n.srv.core().next_deadline().filter(|_| n.alive) {
+                t = t.min(d);
             }
             if let Some(r) = n.restart_at {
                 t = t.min(r);
@@ -558,21 +497,8 @@ impl ZabSim {
             if !node.alive {
                 continue;
             }
-            if node.core.next_deadline().is_some_and(|d| d <= now) {
-                node.core.handle_tick(now);
-            }
-            match &mut node.role {
-                Role::Looking => {}
-                Role::Leader(d) => {
-                    if d.next_deadline().is_some_and(|d| d <= now) {
-                        d.handle_tick(now);
-                    }
-                }
-                Role::Learner(d) => {
-                    if d.next_deadline().is_some_and(|d| d <= now) {
-                        d.handle_tick(now);
-                    }
-                }
+            if node.srv.core().next_deadline().is_some_and(|d| d <= now) {
+                node.srv.handle(now, PeerInput::Tick);
             }
             self.drain(*id)?;
         }
@@ -600,7 +526,7 @@ impl ZabSim {
         let leaders: Vec<ServerId> = self
             .nodes
             .iter()
-            .filter(|(_, n)| n.alive && n.serving && matches!(n.role, Role::Leader(_)))
+            .filter(|(_, n)| n.serving() && n.state() == ServerState::Leading)
             .map(|(id, _)| *id)
             .collect();
         let [l] = leaders.as_slice() else {
@@ -608,7 +534,9 @@ impl ZabSim {
         };
         let all = self.nodes.iter().all(|(id, n)| {
             id == l
-                || (n.alive && n.serving && matches!(&n.role, Role::Learner(d) if d.leader() == *l))
+                || (n.serving()
+                    && n.state() != ServerState::Leading
+                    && n.srv.status().leader == Some(*l))
         });
         all.then_some(*l)
     }
@@ -625,7 +553,7 @@ impl ZabSim {
         let now = self.now;
         for id in &ids {
             if let Some(n) = self.nodes.get_mut(id) {
-                n.core.start(now);
+                n.srv.handle(now, PeerInput::Start);
             }
             self.drain(*id)?;
         }
@@ -665,8 +593,9 @@ impl ZabSim {
                     }
                 } else if self.all_agree()
                     && self.nodes[&l]
-                        .bc
-                        .as_ref()
+                        .srv
+                        .core()
+                        .leader_broadcast()
                         .is_some_and(|b| b.outstanding().is_empty())
                 {
                     break;
@@ -676,21 +605,5 @@ impl ZabSim {
         }
         self.stats.sim_time = self.now - self.origin;
         Ok(self.stats)
-    }
-}
-
-/// Rebuilds the state machine from the snapshot and the log, as a restarted server (or a
-/// TRUNC below what was applied) does.
-fn reload(node: &mut Node) {
-    node.sm.reset();
-    if let Ok(Some(s)) = node.log.latest_snapshot() {
-        node.sm.restore(&s).ok();
-    }
-    for t in node
-        .log
-        .read_after(node.sm.last_applied())
-        .unwrap_or_default()
-    {
-        node.sm.apply(&t);
     }
 }

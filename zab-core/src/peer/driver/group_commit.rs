@@ -1,8 +1,8 @@
 //! Group commit for the peer's event loop (Z2): an established peer takes in the writes
 //! and quorum packets already waiting, appends their log writes, and makes them durable with
 //! one sync that runs on a blocking thread while the next group gathers (as ZooKeeper's sync
-//! thread does). What vouches for the writes waits for that sync: a learner's ACKs and the
-//! leader's own acknowledgement.
+//! thread does), then reports it to the core ([`PeerInput::LogDurable`]), which holds what
+//! vouches for the writes until then: a learner's ACKs and the leader's own acknowledgement.
 
 use super::*;
 
@@ -10,18 +10,16 @@ use super::*;
 /// acting on them, so that one log sync covers all of their log writes (group commit).
 const MAX_BATCH: usize = 256;
 
-/// Log writes appended but not yet synced, and what waits for their sync (group commit).
+/// Log writes appended but not yet synced (group commit).
 #[derive(Debug, Default)]
 pub(super) struct GroupCommit {
     /// The last zxid appended since the last sync, if any.
     pub(super) unsynced: Option<Zxid>,
-    /// ACKs that vouch for unsynced writes: sent after the sync.
-    pub(super) acks: Vec<(ServerId, QuorumPacket)>,
 }
 
 impl GroupCommit {
     pub(super) fn is_empty(&self) -> bool {
-        self.unsynced.is_none() && self.acks.is_empty()
+        self.unsynced.is_none()
     }
 }
 
@@ -52,7 +50,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// first event of another kind (handled too), so that elections and connection changes
     /// are acted on as before.
     pub(super) fn take_ready(&mut self) -> Result<(), PeerError> {
-        if self.repl.is_none() || self.status.borrow().epoch.is_none() {
+        if self.repl.is_none() || self.core.status().epoch.is_none() {
             return Ok(());
         }
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
@@ -82,14 +80,12 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         Ok(())
     }
 
-    /// Makes every log write appended so far durable now: waits for the sync in flight, syncs
-    /// the current group, and releases both. For actions that must follow durable writes.
+    /// [`PeerAction::SyncLog`]: makes every log write appended so far durable now (waits for
+    /// the sync in flight, syncs the current group). The core counts them durable already.
     pub(super) async fn sync_group(&mut self) -> Result<(), PeerError> {
         if self.in_flight.is_some() {
             sync_finished(&mut self.in_flight).await?;
-            if let Some(f) = self.in_flight.take() {
-                self.release(f.group);
-            }
+            self.in_flight = None;
         }
         let group = std::mem::take(&mut self.group);
         if group.is_empty() {
@@ -98,7 +94,6 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         if let Some(r) = self.repl.as_mut() {
             r.log.sync().map_err(ReplicationError::from)?;
         }
-        self.release(group);
         Ok(())
     }
 
@@ -127,17 +122,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         }
     }
 
-    /// A group is durable: the leader's own acknowledgement counts and a learner's ACKs go
-    /// (a write is acknowledged only once durable, Z2).
+    /// A group is durable: the core lets what vouches for it go (Z2).
     pub(super) fn release(&mut self, group: GroupCommit) {
-        if let (Some(z), Some(lb)) = (
-            group.unsynced,
-            self.repl.as_mut().and_then(|r| r.leader.as_mut()),
-        ) {
-            lb.local_logged(z);
-        }
-        for (to, packet) in group.acks {
-            self.transport.send_quorum(to, packet);
+        if let Some(z) = group.unsynced {
+            self.core.handle(Instant::now(), PeerInput::LogDurable(z));
         }
     }
 
@@ -156,8 +144,6 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             .append_deferred(&txns)
             .map_err(ReplicationError::from)?;
         self.group.unsynced = Some(last);
-        self.epochs.last_zxid = r.log.last_zxid().0;
-        self.core.set_vote_data(self.vote_data());
         Ok(())
     }
 }

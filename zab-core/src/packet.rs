@@ -1,5 +1,6 @@
-//! ZooKeeper's jute `QuorumPacket` as spoken on the quorum port, with the
-//! packet types and payloads used by discovery and heartbeats.
+//! ZooKeeper's jute `QuorumPacket` as spoken on the quorum port, with the packet types and
+//! payloads of discovery, synchronisation, broadcast and heartbeats. Both [`crate::discovery`]
+//! and [`crate::broadcast`] speak it; neither imports the other for it.
 //!
 //! A stream carries records back to back with no outer length prefix:
 //! `i32 type; i64 zxid; buffer data (i32 len, -1 = null); vector<Id> authinfo (i32 count, -1 = null)`.
@@ -14,6 +15,16 @@ pub const MAX_AUTH_ENTRIES: usize = 64;
 pub const MAX_AUTH_STRING: usize = 4096;
 /// The learner protocol version ZooKeeper 3.8 announces (`0x10000`).
 pub const LEARNER_PROTOCOL_VERSION: i32 = 0x10000;
+
+/// `epoch << 32`: the zxid of LEADERINFO, NEWLEADER and their acknowledgements.
+pub fn epoch_zxid(epoch: i64) -> i64 {
+    epoch.wrapping_shl(32)
+}
+
+/// `zxid >> 32`.
+pub fn zxid_epoch(zxid: i64) -> i64 {
+    zxid >> 32
+}
 
 /// Packet types of the quorum port (the packet constants of ZooKeeper's `Leader`).
 pub mod packet_type {

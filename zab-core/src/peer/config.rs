@@ -1,0 +1,110 @@
+//! A server's configuration ([`PeerConfig`]) and the status it reports ([`PeerStatus`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::broadcast::LearnerOptions;
+use crate::discovery::Timing;
+use crate::election::ElectionConfig;
+use crate::quorum::QuorumVerifier;
+use crate::types::{LearnerType, ServerId, ServerState};
+
+/// Configuration of a server ([`PeerCore`](super::PeerCore), and the tokio `QuorumPeer` on it):
+/// [`PeerConfig::new`] and the `with_*` setters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PeerConfig {
+    /// Our sid (`myid`).
+    pub my_id: ServerId,
+    /// Participant or observer.
+    pub learner_type: LearnerType,
+    /// The ensemble's quorum rule.
+    pub quorum: Arc<dyn QuorumVerifier>,
+    /// Election timing and options.
+    pub election: ElectionConfig,
+    /// `tickTime`, `initLimit`, `syncLimit` (Z6).
+    pub timing: Timing,
+    /// At start-up, how long to wait for connections to every other voter before the first
+    /// election round. With `fast_decide`, a server that has only part of the ensemble
+    /// connected may otherwise decide on that part's view at once, and make the others wait
+    /// out their `finalize_wait`. Zero starts at once, as ZooKeeper does.
+    pub connect_grace: Duration,
+    /// The learner's synchronisation and broadcast options. Whether it follows broadcast
+    /// traffic is the core's choice (only with a log); the rest is kept as given.
+    pub learner: LearnerOptions,
+}
+
+impl PeerConfig {
+    /// A configuration with the default election options, ZooKeeper's sample timing
+    /// (2000 ms, 10, 5) and a 100 ms start-up connect grace.
+    pub fn new(
+        my_id: ServerId,
+        learner_type: LearnerType,
+        quorum: Arc<dyn QuorumVerifier>,
+    ) -> Self {
+        Self {
+            my_id,
+            learner_type,
+            quorum,
+            election: ElectionConfig::default(),
+            timing: Timing::default(),
+            connect_grace: Duration::from_millis(100),
+            learner: LearnerOptions::default(),
+        }
+    }
+
+    /// This configuration with other election options.
+    #[must_use]
+    pub fn with_election(mut self, election: ElectionConfig) -> Self {
+        self.election = election;
+        self
+    }
+
+    /// This configuration with another `tickTime`, `initLimit` and `syncLimit`.
+    #[must_use]
+    pub fn with_timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
+    }
+
+    /// This configuration with other learner options (a test uses it to plant a known bug
+    /// through the `never-in-production` setters of [`LearnerOptions`]).
+    #[must_use]
+    pub fn with_learner_options(mut self, options: LearnerOptions) -> Self {
+        self.learner = options;
+        self
+    }
+
+    /// This configuration with another start-up [`connect_grace`](Self::connect_grace).
+    #[must_use]
+    pub fn with_connect_grace(mut self, grace: Duration) -> Self {
+        self.connect_grace = grace;
+        self
+    }
+}
+
+/// What a peer is doing, as published on its watch channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerStatus {
+    /// LOOKING, LEADING, FOLLOWING or OBSERVING (Z3).
+    pub state: ServerState,
+    /// The leader we decided for (ourselves when LEADING); `None` while LOOKING.
+    pub leader: Option<ServerId>,
+    /// The epoch, set only once it is established with a quorum: for a leader, a quorum
+    /// acknowledged NEWLEADER; for a learner, UPTODATE arrived. `None` during discovery.
+    pub epoch: Option<i64>,
+}
+
+impl PeerStatus {
+    /// LOOKING, no leader, no epoch.
+    pub const LOOKING: PeerStatus = PeerStatus {
+        state: ServerState::Looking,
+        leader: None,
+        epoch: None,
+    };
+
+    /// Whether this is an established leader ("I lead epoch E").
+    pub fn is_established_leader(&self) -> bool {
+        self.state == ServerState::Leading && self.epoch.is_some()
+    }
+}
