@@ -386,8 +386,8 @@ impl Cluster {
             nodes.push(BrokerNode::start(c, Arc::new(tree.connect())).await?);
         }
         // Every broker sees the three before the first FindCoordinator: the shell creates
-        // `__consumer_offsets` with min(offsets.topic.replication.factor, live brokers)
-        // replicas (Kafka refuses with COORDINATOR_NOT_AVAILABLE instead).
+        // `__consumer_offsets` with min(offsets.topic.replication.factor, brokers) replicas
+        // (Kafka refuses with COORDINATOR_NOT_AVAILABLE instead).
         for n in &nodes {
             let mut conn = KafkaConnection::connect(n.local_addr(), "metadata").await?;
             let started = Instant::now();
