@@ -167,6 +167,8 @@ enum PendingAppend {
         /// Where each appended commit's error goes in the response.
         slots: Vec<(usize, usize)>,
         commits: Vec<((String, i32), CommittedOffset)>,
+        /// Already answered (only with [`PlantedBugs::answer_commit_before_append`]).
+        answered: bool,
     },
     /// The leader's SyncGroup assignment.
     Sync {
@@ -190,6 +192,39 @@ enum PendingAppend {
     },
     /// A write nobody waits for (an Empty group's metadata, tombstones).
     Unanswered,
+}
+
+/// Deliberately wrong behaviours, for simulations that must show they catch them. All off by
+/// default; they can only be turned on through [`GroupCoordinator::set_planted_bugs`], which
+/// exists with the test-only `never-in-production` feature alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlantedBugs {
+    /// Answer an OffsetCommit without error as soon as its append is asked for, before the
+    /// append is committed (or refused).
+    pub answer_commit_before_append: bool,
+    /// Take an offsets append refused by the leader-epoch fence (`NOT_LEADER_OR_FOLLOWER`,
+    /// `FENCED_LEADER_EPOCH`) as committed: a deposed coordinator keeps acknowledging commits.
+    pub accept_fenced_appends: bool,
+}
+
+impl PlantedBugs {
+    /// No planted bug.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// With [`answer_commit_before_append`](Self::answer_commit_before_append) set.
+    pub fn with_answer_commit_before_append(mut self, on: bool) -> Self {
+        self.answer_commit_before_append = on;
+        self
+    }
+
+    /// With [`accept_fenced_appends`](Self::accept_fenced_appends) set.
+    pub fn with_accept_fenced_appends(mut self, on: bool) -> Self {
+        self.accept_fenced_appends = on;
+        self
+    }
 }
 
 /// Kafka's `GroupMetadataManager.storeGroup` error mapping.
@@ -239,6 +274,7 @@ struct Core {
     next_append_id: u64,
     next_incarnation: u64,
     member_counter: u64,
+    planted: PlantedBugs,
 }
 
 impl Core {
@@ -558,11 +594,19 @@ impl GroupCoordinator {
                 next_append_id: 1,
                 next_incarnation: 0,
                 member_counter: 0,
+                planted: PlantedBugs::default(),
             },
             partitions: BTreeMap::new(),
             groups: BTreeMap::new(),
             next_cleanup: None,
         }
+    }
+
+    /// Turns on deliberately wrong behaviours (test builds with the `never-in-production`
+    /// feature only).
+    #[cfg(any(test, feature = "never-in-production"))]
+    pub fn set_planted_bugs(&mut self, planted: PlantedBugs) {
+        self.core.planted = planted;
     }
 
     /// The configuration.
@@ -1005,7 +1049,21 @@ impl GroupCoordinator {
                 mut response,
                 slots,
                 commits,
+                answered,
             } => {
+                let result = match result {
+                    Err(ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch)
+                        if self.core.planted.accept_fenced_appends =>
+                    {
+                        let last = self
+                            .groups
+                            .get(&group_id)
+                            .and_then(|g| g.offsets.values().map(|o| o.log_offset).max())
+                            .unwrap_or(-1);
+                        Ok(last + 1)
+                    }
+                    other => other,
+                };
                 let error = match result {
                     Ok(_) => ErrorCode::None,
                     Err(e) => map_commit_error(e),
@@ -1037,8 +1095,10 @@ impl GroupCoordinator {
                         }
                     }
                 }
-                self.core
-                    .respond(request_id, Response::OffsetCommit(response));
+                if !answered {
+                    self.core
+                        .respond(request_id, Response::OffsetCommit(response));
+                }
             }
             PendingAppend::Sync {
                 group_id,
@@ -1553,6 +1613,10 @@ impl GroupCoordinator {
         for (tp, _) in &commits {
             *g.pending_offset_commits.entry(tp.clone()).or_default() += 1;
         }
+        let answered = core.planted.answer_commit_before_append;
+        if answered {
+            core.respond(rid, Response::OffsetCommit(response.clone()));
+        }
         let pending = PendingAppend::Offsets {
             request_id: rid,
             group_id: g.id.clone(),
@@ -1560,6 +1624,7 @@ impl GroupCoordinator {
             response,
             slots,
             commits,
+            answered,
         };
         core.append(g.partition, epoch, records, pending);
     }

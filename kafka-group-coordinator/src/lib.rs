@@ -69,7 +69,7 @@ pub mod records;
 pub mod types;
 
 pub use config::GroupCoordinatorConfig;
-pub use coordinator::{Action, AppendRecord, GroupCoordinator, Input, LogRecord};
+pub use coordinator::{Action, AppendRecord, GroupCoordinator, Input, LogRecord, PlantedBugs};
 pub use group::GroupState;
 pub use partition::partition_for;
 pub use types::*;

@@ -11,7 +11,10 @@
 //! `kafka-controller` strategies, over a [`net::Network`] that misbehaves, and checks the
 //! replication invariants after every step, every delivered message and every store write. The ZooKeeper model ([`zab`]) runs ensembles of
 //! servers on zab-core's real election, discovery and broadcast cores and checks Z1, Z5, the
-//! survival of committed transactions and liveness. A failing run reports its seed and a trace of
+//! survival of committed transactions and liveness. The consumer-group simulation ([`groups`])
+//! runs `kafka-group-coordinator` on every broker over a model of the replicated
+//! `__consumer_offsets` log and checks that acknowledged commits survive coordinator moves,
+//! crashes and zombies. A failing run reports its seed and a trace of
 //! the last events; running the seed again replays it.
 //!
 //! ```
@@ -46,6 +49,7 @@
 //! assert!(stats.epochs > 0 && stats.committed > 0);
 //! ```
 
+pub mod groups;
 pub mod kafka;
 pub mod net;
 pub mod real;
