@@ -143,11 +143,15 @@ impl PartitionReassignment {
         })
     }
 
-    /// Resumption by a successor controller: the reassignment recorded in the loaded
-    /// assignment (adding / removing replicas written at step 1), if any.
+    /// The reassignment in progress for `tp`, if any: for a successor controller, the one
+    /// recorded in the loaded assignment (adding / removing replicas written at step 1); for
+    /// this controller also one that only reorders the replicas (marked, with none adding or
+    /// removing).
     pub fn from_context(ctx: &ControllerContext, tp: &TopicPartition) -> Option<Self> {
         let a = ctx.partition_assignment(tp)?;
-        a.is_being_reassigned().then(|| Self {
+        // A reassignment that only reorders the replicas has no adding or removing replicas:
+        // it is known by the partition's mark (Kafka's `partitionsBeingReassigned`).
+        (a.is_being_reassigned() || ctx.partitions_being_reassigned().contains(tp)).then(|| Self {
             tp: tp.clone(),
             full: a.clone(),
         })

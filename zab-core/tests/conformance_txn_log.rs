@@ -39,8 +39,8 @@ impl Files {
     }
 }
 
-fn damage_log(dir: &Path, damage: Damage) -> std::io::Result<()> {
-    let path = dir.join("txnlog");
+/// Damages the last segment of a log (where the records the damage cases wrote last are).
+fn damage_log(path: &Path, damage: Damage) -> std::io::Result<()> {
     match damage {
         Damage::TornTail { bytes } => {
             let len = fs::metadata(&path)?.len();
@@ -85,9 +85,14 @@ impl TxnLogBuilder for Files {
         damage: Damage,
     ) -> Option<Result<FileTxnLog, TxnLogError>> {
         let dir = log.dir().to_path_buf();
+        let last = log.segment_paths().pop();
         drop(log);
+        let damaged = match last {
+            Some(path) => damage_log(&path, damage),
+            None => Err(std::io::Error::other("the log has no segment to damage")),
+        };
         Some(
-            damage_log(&dir, damage)
+            damaged
                 .map_err(|source| TxnLogError::Io {
                     path: dir.clone(),
                     source,

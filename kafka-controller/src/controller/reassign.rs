@@ -83,8 +83,11 @@ impl Controller {
                     continue;
                 }
             };
-            if r.full.adding_replicas.is_empty() && r.full.removing_replicas.is_empty() {
-                // Already at the target: just complete it.
+            let current = a.ctx.partition_assignment(tp).cloned().unwrap_or_default();
+            if r.full == current {
+                // Already at the target, in the same order: just complete it. A target that
+                // only reorders the replicas still goes through the reassignment, which
+                // writes the new order (Kafka compares the full assignments).
                 a.ctx.mark_being_reassigned(tp.clone(), true);
                 self.complete_admin_entry(&r).await?;
                 continue;
