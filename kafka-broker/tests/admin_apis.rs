@@ -836,6 +836,17 @@ async fn kip_455_alter_and_list_partition_reassignments() {
                 .is_some_and(|a| a[&0] == vec![2, 3])
         })
         .await;
+    assert_eq!(
+        reassigned(&cluster, reassign("moving", 0, Some(&[3, 2]))).await,
+        (NONE, NONE)
+    );
+    cluster
+        .eventually("partition 0 on [3, 2]", async |c| {
+            assignment(c, "moving")
+                .await
+                .is_some_and(|a| a[&0] == vec![3, 2])
+        })
+        .await;
     // Done: nothing listed.
     let ResponseBody::ListPartitionReassignments(l) = cluster
         .send_controller(
