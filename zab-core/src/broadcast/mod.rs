@@ -26,4 +26,7 @@ mod sync;
 pub use action::{BroadcastAction, BroadcastError};
 pub use leader::LeaderBroadcast;
 pub use learner::{LearnerBroadcast, LearnerOptions};
-pub use sync::{choose_sync, leader_sync_packets, SyncPlan};
+pub use sync::{
+    choose_sync, leader_sync_packets, snap_packets, SyncPlan, COMMIT_LOG_COUNT,
+    SNAPSHOT_SIZE_FACTOR, SNAP_CHUNK, SNAP_HEADER_LEN,
+};
