@@ -85,12 +85,28 @@ pub struct LearnerBroadcast {
     actions: VecDeque<BroadcastAction>,
 }
 
-/// A chunked SNAP being assembled.
+/// A chunked SNAP being assembled. The chunks are kept as received (memory grows only with
+/// what arrived, never with what the header claims) and copied once into the snapshot's
+/// buffer when the last one arrived.
 #[derive(Debug)]
 struct SnapInProgress {
     zxid: Zxid,
     size: u64,
-    data: BytesMut,
+    received: u64,
+    chunks: Vec<Bytes>,
+}
+
+impl SnapInProgress {
+    fn assemble(self) -> Snapshot {
+        let mut data = BytesMut::with_capacity(usize::try_from(self.received).unwrap_or(0));
+        for c in self.chunks {
+            data.extend_from_slice(&c);
+        }
+        Snapshot {
+            zxid: self.zxid,
+            data: data.freeze(),
+        }
+    }
 }
 
 impl LearnerBroadcast {
@@ -161,16 +177,9 @@ impl LearnerBroadcast {
 
     /// Restores the SNAP being received once all its bytes arrived.
     fn finish_snap_if_complete(&mut self) {
-        if self
-            .snap
-            .as_ref()
-            .is_some_and(|s| s.data.len() as u64 == s.size)
-        {
+        if self.snap.as_ref().is_some_and(|s| s.received == s.size) {
             if let Some(s) = self.snap.take() {
-                self.restore(Snapshot {
-                    zxid: s.zxid,
-                    data: s.data.freeze(),
-                });
+                self.restore(s.assemble());
             }
         }
     }
@@ -229,7 +238,8 @@ impl LearnerBroadcast {
                 self.snap = Some(SnapInProgress {
                     zxid,
                     size,
-                    data: BytesMut::new(),
+                    received: 0,
+                    chunks: Vec::new(),
                 });
                 self.phase = Phase::ReceivingSnap;
                 self.finish_snap_if_complete();
@@ -242,10 +252,12 @@ impl LearnerBroadcast {
                 if zxid != s.zxid || chunk.is_empty() {
                     return self.abandon("SNAP chunk of another snapshot");
                 }
-                if (s.data.len() as u64).saturating_add(chunk.len() as u64) > s.size {
+                let received = s.received.saturating_add(chunk.len() as u64);
+                if received > s.size {
                     return self.abandon("SNAP chunks beyond the announced size");
                 }
-                s.data.extend_from_slice(&chunk);
+                s.received = received;
+                s.chunks.push(chunk);
                 self.finish_snap_if_complete();
             }
             (Phase::ReceivingSnap, _) => {
