@@ -1,7 +1,7 @@
 //! SNAP synchronisation between two of our peers over loopback TCP: the leader's transport
-//! sends the SNAP (snapshot in the packet), the transactions after it and NEWLEADER; the
-//! learner's transport delivers them in order to the real learner core, which restores the
-//! snapshot, logs the rest and acknowledges NEWLEADER. A ZooKeeper-style SNAP (null data, raw
+//! sends the SNAP (a size header, then the snapshot in 1 MiB chunks), the transactions after
+//! it and NEWLEADER; the learner's transport delivers them in order to the real learner core,
+//! which restores the snapshot, logs the rest and acknowledges NEWLEADER. A ZooKeeper-style SNAP (null data, raw
 //! body ending in "BenWasHere") is still skipped, and the packets after it still arrive.
 
 #![cfg(feature = "tokio")]
