@@ -15,7 +15,8 @@
 //! - [`packet`]: the quorum port's `QuorumPacket` and its codec, spoken by [`discovery`] and
 //!   [`broadcast`] (discovery drives broadcast; broadcast imports only the packets).
 //! - [`discovery`]: the leader and learner state machines that fix a new epoch (Z1, Z5).
-//! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync) and atomic broadcast, sans-IO.
+//! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync, ZooKeeper's `snapshotSizeFactor`
+//!   choice, snapshots of any size in 1 MiB chunks) and atomic broadcast, sans-IO.
 //! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
 //!   implementations (the file log in segments named by their first zxid, CRC per record,
 //!   torn-tail recovery, atomic snapshots, purge of whole segments below the retained

@@ -2,8 +2,10 @@
 //! packet order with NEWLEADER after the sync data (ZOOKEEPER-3104), and the learner's
 //! persist-then-epoch-then-ack order (ZOOKEEPER-3911).
 
+use bytes::Bytes;
 use zab_core::broadcast::{
-    choose_sync, leader_sync_packets, BroadcastAction, LearnerBroadcast, LearnerOptions, SyncPlan,
+    choose_sync, leader_sync_packets, snap_packets, BroadcastAction, LearnerBroadcast,
+    LearnerOptions, SyncPlan, SNAP_CHUNK,
 };
 use zab_core::discovery::{epoch_zxid, packet_type, QuorumPacket};
 use zab_core::txnlog::{Snapshot, Txn};
@@ -171,11 +173,9 @@ fn sync_trunc_and_snap_reach_the_learner_as_actions() {
         zxid: Zxid::new(1, 5),
         data: "s".into(),
     };
-    l.handle_packet(QuorumPacket::with_data(
-        packet_type::SNAP,
-        snap.zxid.0,
-        snap.data.clone(),
-    ));
+    for p in snap_packets(&snap) {
+        l.handle_packet(p);
+    }
     assert_eq!(
         l.poll_action(),
         Some(BroadcastAction::RestoreSnapshot(snap))
@@ -230,4 +230,134 @@ proptest::proptest! {
         let plan = choose_sync(peer_last, Zxid::ZERO, &leader, None).unwrap();
         proptest::prop_assert_eq!(apply_plan(&peer, plan), leader);
     }
+}
+
+/// A snapshot of three and a half chunks, with distinct bytes.
+fn big_snapshot() -> Snapshot {
+    let data: Vec<u8> = (0..SNAP_CHUNK * 7 / 2).map(|i| (i % 251) as u8).collect();
+    Snapshot {
+        zxid: Zxid::new(1, 9),
+        data: data.into(),
+    }
+}
+
+#[test]
+fn a_snap_larger_than_one_packet_goes_in_chunks_and_is_restored_only_after_the_last() {
+    let snap = big_snapshot();
+    let packets: Vec<QuorumPacket> = snap_packets(&snap).collect();
+    // A header with the size, then four chunks, none above one packet's data limit.
+    assert_eq!(packets.len(), 5);
+    assert_eq!(
+        packets[0].data.as_deref(),
+        Some(&(snap.data.len() as i64).to_be_bytes()[..])
+    );
+    assert!(packets
+        .iter()
+        .all(|p| p.kind == packet_type::SNAP && p.data.as_ref().unwrap().len() <= SNAP_CHUNK));
+    let mut l = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    for p in &packets[..4] {
+        l.handle_packet(p.clone());
+        assert_eq!(l.poll_action(), None, "restored before the last chunk");
+    }
+    l.handle_packet(packets[4].clone());
+    assert_eq!(
+        l.poll_action(),
+        Some(BroadcastAction::RestoreSnapshot(snap.clone()))
+    );
+    assert_eq!(l.last_logged(), snap.zxid);
+}
+
+#[test]
+fn a_snap_cut_short_by_another_packet_is_never_restored() {
+    let snap = big_snapshot();
+    let mut l = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    for p in snap_packets(&snap).take(3) {
+        l.handle_packet(p);
+    }
+    l.handle_packet(QuorumPacket::new(packet_type::NEWLEADER, 2 << 32));
+    let actions: Vec<BroadcastAction> = std::iter::from_fn(|| l.poll_action()).collect();
+    assert!(
+        matches!(actions[..], [BroadcastAction::Abandon { .. }]),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn snap_chunks_beyond_the_announced_size_are_refused() {
+    let mut l = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    let z = Zxid::new(1, 9).0;
+    l.handle_packet(QuorumPacket::with_data(
+        packet_type::SNAP,
+        z,
+        Bytes::copy_from_slice(&4i64.to_be_bytes()),
+    ));
+    l.handle_packet(QuorumPacket::with_data(
+        packet_type::SNAP,
+        z,
+        "12345".into(),
+    ));
+    let actions: Vec<BroadcastAction> = std::iter::from_fn(|| l.poll_action()).collect();
+    assert!(
+        matches!(actions[..], [BroadcastAction::Abandon { .. }]),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn a_snap_header_that_is_not_a_size_is_refused() {
+    let mut l = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    l.handle_packet(QuorumPacket::with_data(packet_type::SNAP, 9, "s".into()));
+    assert!(matches!(
+        l.poll_action(),
+        Some(BroadcastAction::Abandon { .. })
+    ));
+}
+
+fn log_of(n: u32, size: usize) -> Vec<Txn> {
+    (1..=n)
+        .map(|c| Txn::new(Zxid::new(1, c), vec![7u8; size]))
+        .collect()
+}
+
+#[test]
+fn a_learner_behind_more_than_the_commit_log_gets_a_snap_when_the_diff_outweighs_a_third_of_it() {
+    // 1,000 transactions of 100 bytes behind, a snapshot (at 1/900) of 100 KiB: the DIFF
+    // (about 130 KB) is above 0.33 of the snapshot, so a SNAP and the 100 after it.
+    let log = log_of(1000, 100);
+    let snap = Snapshot {
+        zxid: Zxid::new(1, 900),
+        data: vec![1u8; 100 << 10].into(),
+    };
+    let plan = choose_sync(Zxid::ZERO, Zxid::ZERO, &log, Some(&snap)).unwrap();
+    let SyncPlan::Snap { snapshot, txns } = plan else {
+        panic!("expected a SNAP, got {plan:?}");
+    };
+    assert_eq!(snapshot, snap);
+    assert_eq!(txns, log[900..].to_vec());
+}
+
+#[test]
+fn a_diff_below_a_third_of_the_snapshot_or_within_the_commit_log_stays_a_diff() {
+    let log = log_of(1000, 100);
+    // Against a 1 MiB snapshot the 130 KB DIFF is small enough.
+    let big = Snapshot {
+        zxid: Zxid::new(1, 900),
+        data: vec![1u8; 1 << 20].into(),
+    };
+    let plan = choose_sync(Zxid::ZERO, Zxid::ZERO, &log, Some(&big)).unwrap();
+    assert!(matches!(plan, SyncPlan::Diff { ref txns, .. } if txns.len() == 1000));
+    // 500 behind (ZooKeeper's commitLogCount) is a DIFF whatever the snapshot.
+    let tiny = Snapshot {
+        zxid: Zxid::new(1, 900),
+        data: vec![1u8; 10].into(),
+    };
+    let plan = choose_sync(Zxid::new(1, 500), Zxid::ZERO, &log, Some(&tiny)).unwrap();
+    assert!(matches!(plan, SyncPlan::Diff { ref txns, .. } if txns.len() == 500));
+    // A snapshot older than the learner never replaces its DIFF.
+    let old = Snapshot {
+        zxid: Zxid::new(1, 100),
+        data: vec![1u8; 10].into(),
+    };
+    let plan = choose_sync(Zxid::new(1, 200), Zxid::ZERO, &log, Some(&old)).unwrap();
+    assert!(matches!(plan, SyncPlan::Diff { ref txns, .. } if txns.len() == 800));
 }

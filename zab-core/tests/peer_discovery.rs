@@ -245,3 +245,34 @@ fn z6_learner_leaves_a_leader_silent_for_sync_limit_ticks() {
     assert!(a.contains(&DiscoveryAction::Close(ServerId(3))));
     assert!(matches!(a.last(), Some(DiscoveryAction::Abandon { .. })));
 }
+
+#[test]
+fn a_connection_lost_mid_snapshot_leaves_the_learner_as_it_was() {
+    let t = Instant::now();
+    let mut f = learner(t, epochs(2, 2, 2 << 32));
+    drain(|| f.poll_action());
+    f.handle_packet(
+        t,
+        ServerId(3),
+        QuorumPacket::with_data(packet_type::LEADERINFO, 3 << 32, i32_payload(0x10000)),
+    );
+    drain(|| f.poll_action());
+    // Three of the five packets of a 3.5 MiB SNAP, then the connection goes.
+    let snap = zab_core::txnlog::Snapshot {
+        zxid: zab_core::Zxid::new(3, 9),
+        data: vec![5u8; zab_core::broadcast::SNAP_CHUNK * 7 / 2].into(),
+    };
+    for p in zab_core::broadcast::snap_packets(&snap).take(3) {
+        f.handle_packet(t, ServerId(3), p);
+    }
+    f.connection_lost(t);
+    let a = drain(|| f.poll_action());
+    assert!(
+        a.iter().all(|a| matches!(
+            a,
+            DiscoveryAction::Close(_) | DiscoveryAction::Abandon { .. }
+        )),
+        "{a:?}"
+    );
+    assert!(matches!(a.last(), Some(DiscoveryAction::Abandon { .. })));
+}

@@ -1,7 +1,7 @@
 //! SNAP synchronisation between two of our peers over loopback TCP: the leader's transport
-//! sends the SNAP (snapshot in the packet), the transactions after it and NEWLEADER; the
-//! learner's transport delivers them in order to the real learner core, which restores the
-//! snapshot, logs the rest and acknowledges NEWLEADER. A ZooKeeper-style SNAP (null data, raw
+//! sends the SNAP (a size header, then the snapshot in 1 MiB chunks), the transactions after
+//! it and NEWLEADER; the learner's transport delivers them in order to the real learner core,
+//! which restores the snapshot, logs the rest and acknowledges NEWLEADER. A ZooKeeper-style SNAP (null data, raw
 //! body ending in "BenWasHere") is still skipped, and the packets after it still arrive.
 
 #![cfg(feature = "tokio")]
@@ -162,4 +162,82 @@ async fn a_zookeeper_snap_body_is_skipped_and_the_packets_after_it_arrive() {
     assert_eq!((snap.kind, snap.data), (packet_type::SNAP, None));
     let (_, ping) = next_quorum(&mut learner).await;
     assert_eq!((ping.kind, ping.zxid), (packet_type::PING, 42));
+}
+
+#[tokio::test]
+async fn a_20_mib_snap_goes_over_loopback_tcp_in_chunks_and_is_restored_whole() {
+    let (mut leader, mut learner) = pair().await;
+    let data: Vec<u8> = (0..20usize << 20).map(|i| (i % 253) as u8).collect();
+    let snapshot = Snapshot {
+        zxid: Zxid::new(1, 7),
+        data: data.into(),
+    };
+    let after = vec![Txn::new(Zxid::new(1, 8), "z")];
+    let plan = choose_sync(Zxid::ZERO, snapshot.zxid, &after, Some(&snapshot)).unwrap();
+    let packets = leader_sync_packets(&plan, 2);
+    // Header, 20 chunks of 1 MiB, PROPOSAL, COMMIT, NEWLEADER.
+    assert_eq!(packets.len(), 24);
+    for p in packets {
+        leader.send_quorum(ServerId(1), p);
+    }
+    let mut core = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    let mut restored = None;
+    let mut acked = false;
+    while !acked {
+        let (_, got) = next_quorum(&mut learner).await;
+        core.handle_packet(got);
+        while let Some(a) = core.poll_action() {
+            match a {
+                BroadcastAction::RestoreSnapshot(s) => restored = Some(s),
+                BroadcastAction::Send { packet, .. } if packet.kind == packet_type::ACK => {
+                    acked = true;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(restored.as_ref(), Some(&snapshot));
+}
+
+#[tokio::test]
+async fn a_learner_50000_transactions_behind_gets_a_snap_and_the_log_after_it_and_catches_up() {
+    let (mut leader, mut learner) = pair().await;
+    // The leader committed 50,000 transactions and snapshotted at 49,000; the learner has
+    // nothing. The DIFF would be 100,000 packets (more than a connection's queue): the
+    // snapshotSizeFactor rule sends the snapshot and the 1,000 transactions after it.
+    let log: Vec<Txn> = (1..=50_000u32)
+        .map(|c| Txn::new(Zxid::new(1, c), c.to_be_bytes().repeat(4)))
+        .collect();
+    let mut state = RecordingStateMachine::default();
+    for t in &log[..49_000] {
+        state.apply(t);
+    }
+    let snapshot = state.take_snapshot();
+    for t in &log[49_000..] {
+        state.apply(t);
+    }
+    let plan = choose_sync(Zxid::ZERO, Zxid::ZERO, &log, Some(&snapshot)).unwrap();
+    assert!(matches!(plan, SyncPlan::Snap { ref txns, .. } if txns.len() == 1_000));
+    for p in leader_sync_packets(&plan, 2) {
+        leader.send_quorum(ServerId(1), p);
+    }
+    let mut core = LearnerBroadcast::new(ServerId(3), false, 2, Zxid::ZERO, Default::default());
+    let mut replica = RecordingStateMachine::default();
+    let mut acked = false;
+    while !acked {
+        let (_, got) = next_quorum(&mut learner).await;
+        core.handle_packet(got);
+        while let Some(a) = core.poll_action() {
+            match a {
+                BroadcastAction::RestoreSnapshot(s) => replica.restore(&s).unwrap(),
+                BroadcastAction::Log(txns) => txns.iter().for_each(|t| replica.apply(t)),
+                BroadcastAction::Send { packet, .. } if packet.kind == packet_type::ACK => {
+                    acked = true;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(replica, state);
+    assert_eq!(core.last_logged(), Zxid::new(1, 50_000));
 }

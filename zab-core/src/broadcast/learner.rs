@@ -3,9 +3,9 @@
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
-use super::BroadcastAction;
+use super::{BroadcastAction, SNAP_HEADER_LEN};
 use crate::packet::{epoch_zxid, packet_type, zxid_epoch, QuorumPacket};
 use crate::txnlog::{Snapshot, Txn};
 use crate::types::ServerId;
@@ -51,6 +51,9 @@ impl LearnerOptions {
 enum Phase {
     /// Waiting for DIFF / TRUNC / SNAP.
     AwaitingPlan,
+    /// Receiving the chunks of a SNAP (see `snap_packets`); nothing is restored before the
+    /// last one.
+    ReceivingSnap,
     /// Receiving the sync PROPOSAL / COMMIT pairs until NEWLEADER.
     Syncing,
     /// NEWLEADER acknowledged; waiting for UPTODATE (proposals are already broadcast ones).
@@ -77,7 +80,33 @@ pub struct LearnerBroadcast {
     sync_committed: usize,
     /// Logged proposals waiting for their COMMIT, oldest first.
     uncommitted: VecDeque<Txn>,
+    /// The SNAP being received: its zxid, its announced size and the bytes so far.
+    snap: Option<SnapInProgress>,
     actions: VecDeque<BroadcastAction>,
+}
+
+/// A chunked SNAP being assembled. The chunks are kept as received (memory grows only with
+/// what arrived, never with what the header claims) and copied once into the snapshot's
+/// buffer when the last one arrived.
+#[derive(Debug)]
+struct SnapInProgress {
+    zxid: Zxid,
+    size: u64,
+    received: u64,
+    chunks: Vec<Bytes>,
+}
+
+impl SnapInProgress {
+    fn assemble(self) -> Snapshot {
+        let mut data = BytesMut::with_capacity(usize::try_from(self.received).unwrap_or(0));
+        for c in self.chunks {
+            data.extend_from_slice(&c);
+        }
+        Snapshot {
+            zxid: self.zxid,
+            data: data.freeze(),
+        }
+    }
 }
 
 impl LearnerBroadcast {
@@ -99,6 +128,7 @@ impl LearnerBroadcast {
             sync_pending: Vec::new(),
             sync_committed: 0,
             uncommitted: VecDeque::new(),
+            snap: None,
             actions: VecDeque::new(),
         }
     }
@@ -145,6 +175,22 @@ impl LearnerBroadcast {
         }
     }
 
+    /// Restores the SNAP being received once all its bytes arrived.
+    fn finish_snap_if_complete(&mut self) {
+        if self.snap.as_ref().is_some_and(|s| s.received == s.size) {
+            if let Some(s) = self.snap.take() {
+                self.restore(s.assemble());
+            }
+        }
+    }
+
+    fn restore(&mut self, snapshot: Snapshot) {
+        self.last_logged = snapshot.zxid;
+        self.actions
+            .push_back(BroadcastAction::RestoreSnapshot(snapshot));
+        self.phase = Phase::Syncing;
+    }
+
     /// A packet from the leader.
     pub fn handle_packet(&mut self, p: QuorumPacket) {
         let zxid = Zxid(p.zxid);
@@ -166,21 +212,56 @@ impl LearnerBroadcast {
                 self.phase = Phase::Syncing;
             }
             (Phase::AwaitingPlan, packet_type::SNAP) => {
-                // Ours carries the snapshot; ZooKeeper's (null data, raw body after it) cannot
-                // be restored here. A learner that keeps a log would lose its history to an
-                // empty state: it refuses. One without (following a real ZooKeeper leader for
-                // the election only) goes on, as it ignores the data anyway.
-                let data = match p.data {
+                // Ours announces the snapshot's size, then its chunks follow; ZooKeeper's
+                // (null data, raw body after it) cannot be restored here. A learner that keeps
+                // a log would lose its history to an empty state: it refuses. One without
+                // (following a real ZooKeeper leader for the election only) goes on, as it
+                // ignores the data anyway.
+                let header = match p.data {
                     Some(d) => d,
                     None if self.options.follow_broadcast => {
                         return self.abandon("SNAP without a snapshot in its data");
                     }
-                    None => Bytes::new(),
+                    None => {
+                        return self.restore(Snapshot {
+                            zxid,
+                            data: Bytes::new(),
+                        })
+                    }
                 };
-                self.actions
-                    .push_back(BroadcastAction::RestoreSnapshot(Snapshot { zxid, data }));
-                self.last_logged = zxid;
-                self.phase = Phase::Syncing;
+                let Ok(size) = <[u8; SNAP_HEADER_LEN]>::try_from(header.as_ref()) else {
+                    return self.abandon("malformed SNAP header");
+                };
+                let Ok(size) = u64::try_from(i64::from_be_bytes(size)) else {
+                    return self.abandon("negative SNAP size");
+                };
+                self.snap = Some(SnapInProgress {
+                    zxid,
+                    size,
+                    received: 0,
+                    chunks: Vec::new(),
+                });
+                self.phase = Phase::ReceivingSnap;
+                self.finish_snap_if_complete();
+            }
+            (Phase::ReceivingSnap, packet_type::SNAP) => {
+                let Some(s) = self.snap.as_mut() else {
+                    return self.abandon("SNAP chunk without a header");
+                };
+                let chunk = p.data.unwrap_or_default();
+                if zxid != s.zxid || chunk.is_empty() {
+                    return self.abandon("SNAP chunk of another snapshot");
+                }
+                let received = s.received.saturating_add(chunk.len() as u64);
+                if received > s.size {
+                    return self.abandon("SNAP chunks beyond the announced size");
+                }
+                s.received = received;
+                s.chunks.push(chunk);
+                self.finish_snap_if_complete();
+            }
+            (Phase::ReceivingSnap, _) => {
+                self.abandon("packet before the SNAP's last chunk");
             }
             (Phase::Syncing, packet_type::PROPOSAL) => {
                 if zxid <= self.last_logged {

@@ -2,8 +2,10 @@
 //! as sans-IO state machines, continuing where discovery fixed the new epoch:
 //!
 //! - [`choose_sync`] and [`leader_sync_packets`]: the leader's DIFF / TRUNC / SNAP choice from
-//!   its committed log and snapshot, and the packet sequence with NEWLEADER queued after the
-//!   sync data (ZOOKEEPER-3104).
+//!   its committed log and snapshot (a SNAP instead of a DIFF that outweighs
+//!   [`SNAPSHOT_SIZE_FACTOR`] of the snapshot), and the packet sequence with NEWLEADER queued
+//!   after the sync data (ZOOKEEPER-3104); a snapshot goes as [`snap_packets`]: a size header
+//!   and chunks of at most [`SNAP_CHUNK`] bytes.
 //! - [`LearnerBroadcast`]: a follower or observer through synchronisation (it persists the
 //!   synced transactions, then `currentEpoch`, then acknowledges NEWLEADER: ZOOKEEPER-3911) and
 //!   broadcast (log, then ACK each PROPOSAL; apply COMMITs in zxid order; observers apply
@@ -26,4 +28,7 @@ mod sync;
 pub use action::{BroadcastAction, BroadcastError};
 pub use leader::LeaderBroadcast;
 pub use learner::{LearnerBroadcast, LearnerOptions};
-pub use sync::{choose_sync, leader_sync_packets, SyncPlan};
+pub use sync::{
+    choose_sync, leader_sync_packets, snap_packets, SyncPlan, COMMIT_LOG_COUNT,
+    SNAPSHOT_SIZE_FACTOR, SNAP_CHUNK, SNAP_HEADER_LEN,
+};

@@ -1,7 +1,9 @@
 //! The leader's synchronisation choice (ZooKeeper's `LearnerHandler.syncFollower`) and the
 //! packet sequence it sends a learner.
 
-use crate::packet::{epoch_zxid, packet_type, QuorumPacket};
+use bytes::Bytes;
+
+use crate::packet::{epoch_zxid, packet_type, QuorumPacket, MAX_PACKET_DATA};
 use crate::txnlog::{Snapshot, Txn};
 use crate::zxid::Zxid;
 
@@ -33,11 +35,38 @@ pub enum SyncPlan {
     },
 }
 
+/// ZooKeeper's `commitLogCount`: a learner missing at most this many of the newest committed
+/// transactions always gets a DIFF (ZooKeeper serves it from its in-memory `committedLog`).
+pub const COMMIT_LOG_COUNT: usize = 500;
+
+/// ZooKeeper's `zookeeper.snapshotSizeFactor`: a learner further behind than
+/// [`COMMIT_LOG_COUNT`] gets a DIFF only while the transactions it lacks add up to at most
+/// this fraction of the snapshot's size, else a SNAP (ZooKeeper's `getProposalsFromTxnLog`
+/// with its `sizeLimit`).
+pub const SNAPSHOT_SIZE_FACTOR: f64 = 0.33;
+
+/// Whether sending `lacking` as a DIFF costs more than [`SNAPSHOT_SIZE_FACTOR`] of
+/// `snapshot` (only considered beyond [`COMMIT_LOG_COUNT`] transactions).
+fn diff_too_large(lacking: &[Txn], snapshot: &Snapshot) -> bool {
+    if lacking.len() <= COMMIT_LOG_COUNT {
+        return false;
+    }
+    // Each transaction costs its payload and a PROPOSAL and COMMIT packet header (about the
+    // 12 bytes of type and zxid and 4 of data length each), as in ZooKeeper's log file size.
+    let diff: u64 = lacking
+        .iter()
+        .map(|t| t.data.len() as u64 + 2 * 16)
+        .fold(0, u64::saturating_add);
+    diff as f64 > snapshot.data.len() as f64 * SNAPSHOT_SIZE_FACTOR
+}
+
 /// Chooses DIFF, TRUNC or SNAP for a learner whose last logged zxid is `peer_last`.
 ///
 /// `committed` holds, in order, every committed transaction of the leader with a zxid above
 /// `base` (what its log still holds; [`Zxid::ZERO`] when it holds everything), and `snapshot`
-/// is its newest snapshot, needed only when the learner is older than `base`. Returns `None`
+/// is its newest snapshot, needed when the learner is older than `base`, and chosen instead of
+/// a DIFF longer than [`COMMIT_LOG_COUNT`] transactions whose size exceeds
+/// [`SNAPSHOT_SIZE_FACTOR`] of the snapshot's (`LearnerHandler.syncFollower`). Returns `None`
 /// when a snapshot is needed and none covers `base` (the leader cannot sync this learner).
 pub fn choose_sync(
     peer_last: Zxid,
@@ -58,9 +87,18 @@ pub fn choose_sync(
         });
     }
     if peer_last == base || committed.iter().any(|t| t.zxid == peer_last) {
+        let lacking = &committed[committed.partition_point(|t| t.zxid <= peer_last)..];
+        if let Some(s) = snapshot.filter(|s| s.zxid > peer_last && s.zxid <= last) {
+            if diff_too_large(lacking, s) {
+                return Some(SyncPlan::Snap {
+                    snapshot: s.clone(),
+                    txns: after(s.zxid),
+                });
+            }
+        }
         return Some(SyncPlan::Diff {
             after: peer_last,
-            txns: after(peer_last),
+            txns: lacking.to_vec(),
         });
     }
     if peer_last > base {
@@ -88,19 +126,25 @@ pub fn choose_sync(
 /// PROPOSAL and COMMIT per transaction, and only then NEWLEADER (ZOOKEEPER-3104: a NEWLEADER
 /// sent before the diff lets the learner acknowledge an epoch whose history it lacks).
 ///
-/// A SNAP carries the snapshot in its data buffer, so it is limited to
-/// [`MAX_PACKET_DATA`](crate::packet::MAX_PACKET_DATA).
+/// A SNAP of any size goes as [`snap_packets`]: a header and chunks of at most
+/// [`SNAP_CHUNK`] bytes each.
 pub fn leader_sync_packets(plan: &SyncPlan, new_epoch: i64) -> Vec<QuorumPacket> {
-    let (head, txns) = match plan {
-        SyncPlan::Diff { after, txns } => (QuorumPacket::new(packet_type::DIFF, after.0), txns),
-        SyncPlan::Trunc { to, txns } => (QuorumPacket::new(packet_type::TRUNC, to.0), txns),
-        SyncPlan::Snap { snapshot, txns } => (
-            QuorumPacket::with_data(packet_type::SNAP, snapshot.zxid.0, snapshot.data.clone()),
-            txns,
-        ),
+    let mut out = Vec::new();
+    let txns = match plan {
+        SyncPlan::Diff { after, txns } => {
+            out.push(QuorumPacket::new(packet_type::DIFF, after.0));
+            txns
+        }
+        SyncPlan::Trunc { to, txns } => {
+            out.push(QuorumPacket::new(packet_type::TRUNC, to.0));
+            txns
+        }
+        SyncPlan::Snap { snapshot, txns } => {
+            out.extend(snap_packets(snapshot));
+            txns
+        }
     };
-    let mut out = Vec::with_capacity(2 + 2 * txns.len());
-    out.push(head);
+    out.reserve(1 + 2 * txns.len());
     for t in txns {
         out.push(QuorumPacket::with_data(
             packet_type::PROPOSAL,
@@ -114,4 +158,36 @@ pub fn leader_sync_packets(plan: &SyncPlan, new_epoch: i64) -> Vec<QuorumPacket>
         epoch_zxid(new_epoch),
     ));
     out
+}
+
+/// Bytes of snapshot carried by one SNAP chunk: one packet's data limit
+/// ([`MAX_PACKET_DATA`], ZooKeeper's `jute.maxbuffer`).
+pub const SNAP_CHUNK: usize = MAX_PACKET_DATA;
+
+/// Length of the data of the SNAP header packet: the snapshot's size, an `i64` big-endian.
+pub const SNAP_HEADER_LEN: usize = 8;
+
+/// The SNAP of `snapshot` between two of our peers: a header `SNAP(zxid, data = i64 size)`,
+/// then `ceil(size / SNAP_CHUNK)` packets `SNAP(zxid, data = chunk)` in order. The learner
+/// assembles the chunks and restores the snapshot only once the last byte of `size` arrived.
+/// The chunks share the snapshot's buffer (no copy).
+///
+/// ZooKeeper's leader instead sends `SNAP` with null data followed by the serialized data tree
+/// as one raw stream (`LearnerHandler.syncFollower`, `Learner.syncWithLeader`); the header and
+/// chunks here are that stream cut at packet boundaries, so that no packet exceeds
+/// `jute.maxbuffer` and the transport can pace them.
+pub fn snap_packets(snapshot: &Snapshot) -> impl Iterator<Item = QuorumPacket> {
+    let zxid = snapshot.zxid.0;
+    let data = snapshot.data.clone();
+    let size = i64::try_from(data.len()).unwrap_or(i64::MAX);
+    let header = QuorumPacket::with_data(
+        packet_type::SNAP,
+        zxid,
+        Bytes::copy_from_slice(&size.to_be_bytes()),
+    );
+    let chunks = data.len().div_ceil(SNAP_CHUNK);
+    std::iter::once(header).chain((0..chunks).map(move |i| {
+        let end = ((i + 1) * SNAP_CHUNK).min(data.len());
+        QuorumPacket::with_data(packet_type::SNAP, zxid, data.slice(i * SNAP_CHUNK..end))
+    }))
 }

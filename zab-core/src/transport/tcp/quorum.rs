@@ -1,7 +1,7 @@
 //! Quorum-port connections of the TCP transport: a learner dials its leader, a leader accepts
 //! and names each learner by the sid in its FOLLOWERINFO / OBSERVERINFO; jute `QuorumPacket`s
-//! flow in order both ways. Our SNAP carries its snapshot in the packet; ZooKeeper's SNAP is
-//! followed by a raw snapshot body, which is skipped.
+//! flow in order both ways. Our SNAP carries its snapshot in the packets after it; ZooKeeper's
+//! SNAP is followed by a raw snapshot body, which is skipped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -108,7 +108,8 @@ fn skip_snapshot(buf: &mut BytesMut) -> bool {
 }
 
 /// Whether `packet` is ZooKeeper's SNAP, whose data buffer is null and which a raw snapshot
-/// body follows. Ours carries the snapshot in its data buffer (see `docs/protocol.md`).
+/// body follows. Ours carries the snapshot's size, its chunks following as packets (see
+/// `docs/protocol.md`).
 fn is_zookeeper_snap(packet: &QuorumPacket) -> bool {
     packet.kind == packet_type::SNAP && packet.data.is_none()
 }
@@ -124,7 +125,7 @@ async fn quorum_read_loop(
     received |= !buf.is_empty();
     // ZooKeeper's SNAP packet is followed by a raw serialized snapshot, not by packets. This
     // crate keeps no ZooKeeper data tree: that body is skipped, in bounded memory, up to its
-    // signature. Our own SNAP carries the snapshot in its data buffer and nothing follows it.
+    // signature. Our own SNAP carries the snapshot's size, and the snapshot follows in SNAP packets.
     let mut in_snapshot = false;
     loop {
         loop {
