@@ -43,20 +43,20 @@ impl Files {
 fn damage_log(path: &Path, damage: Damage) -> std::io::Result<()> {
     match damage {
         Damage::TornTail { bytes } => {
-            let len = fs::metadata(&path)?.len();
+            let len = fs::metadata(path)?.len();
             OpenOptions::new()
                 .write(true)
-                .open(&path)?
+                .open(path)?
                 .set_len(len.saturating_sub(bytes as u64))
         }
         Damage::FlippedByte { from_end } => {
-            let mut raw = fs::read(&path)?;
+            let mut raw = fs::read(path)?;
             let i = raw
                 .len()
                 .checked_sub(from_end)
                 .ok_or_else(|| std::io::Error::other("log shorter than the damage"))?;
             raw[i] ^= 0xff;
-            fs::write(&path, raw)
+            fs::write(path, raw)
         }
         other => Err(std::io::Error::other(format!("unknown damage {other:?}"))),
     }
