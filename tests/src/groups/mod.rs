@@ -1,5 +1,5 @@
 //! The consumer-group coordinator in the simulator: brokers 1..=n each own a
-//! `kafka-group-coordinator` [`GroupCoordinator`](kafka_group_coordinator::GroupCoordinator)
+//! `kafka-group-coordinator` [`GroupCoordinator`]
 //! and a replica of every `__consumer_offsets` partition ([`log`]); the partitions' leadership
 //! moves under crashes and restarts and controller-driven leadership changes (as after a
 //! controller failover or a controlled shutdown), a deposed broker may keep acting as leader
