@@ -921,7 +921,7 @@ impl GroupCoordinator {
                     group,
                     topic,
                     partition: p,
-                } => match record.value.as_deref().map(OffsetCommitValue::decode) {
+                } => match record.value.as_ref().map(OffsetCommitValue::decode) {
                     None => {
                         if let Some(o) = offsets.get_mut(&group) {
                             o.remove(&(topic, p));
@@ -944,7 +944,7 @@ impl GroupCoordinator {
                     Some(Err(_)) => skipped += 1,
                 },
                 RecordKey::GroupMetadata { group } => {
-                    match record.value.as_deref().map(GroupMetadataValue::decode) {
+                    match record.value.as_ref().map(GroupMetadataValue::decode) {
                         None => {
                             metadata.remove(&group);
                         }

@@ -105,8 +105,8 @@ impl RecordKey {
     }
 
     /// Reads a key; `Ok(None)` for a key version of another record type (3 and above).
-    pub fn decode(bytes: &[u8]) -> Result<Option<RecordKey>, RecordError> {
-        let version = match bytes {
+    pub fn decode(bytes: &Bytes) -> Result<Option<RecordKey>, RecordError> {
+        let version = match bytes.as_ref() {
             [a, b, ..] => i16::from_be_bytes([*a, *b]),
             _ => {
                 return Err(RecordError::Decode {
@@ -118,7 +118,8 @@ impl RecordKey {
                 })
             }
         };
-        let bytes = Bytes::copy_from_slice(bytes);
+        // A clone of `Bytes` shares the buffer: the strings read are slices of the record.
+        let bytes = bytes.clone();
         match version {
             0 | 1 => {
                 let (_, k) = wire::OffsetCommitKey::from_versioned_bytes(bytes)
@@ -184,8 +185,8 @@ impl OffsetCommitValue {
     }
 
     /// Reads a value of version 0 to 4.
-    pub fn decode(bytes: &[u8]) -> Result<OffsetCommitValue, RecordError> {
-        let (_, v) = wire::OffsetCommitValue::from_versioned_bytes(Bytes::copy_from_slice(bytes))
+    pub fn decode(bytes: &Bytes) -> Result<OffsetCommitValue, RecordError> {
+        let (_, v) = wire::OffsetCommitValue::from_versioned_bytes(bytes.clone())
             .map_err(decode_err("OffsetCommitValue"))?;
         Ok(OffsetCommitValue {
             offset: v.offset,
@@ -266,8 +267,8 @@ impl GroupMetadataValue {
     }
 
     /// Reads a value of version 0 to 4.
-    pub fn decode(bytes: &[u8]) -> Result<GroupMetadataValue, RecordError> {
-        let (_, v) = wire::GroupMetadataValue::from_versioned_bytes(Bytes::copy_from_slice(bytes))
+    pub fn decode(bytes: &Bytes) -> Result<GroupMetadataValue, RecordError> {
+        let (_, v) = wire::GroupMetadataValue::from_versioned_bytes(bytes.clone())
             .map_err(decode_err("GroupMetadataValue"))?;
         Ok(GroupMetadataValue {
             protocol_type: v.protocol_type.to_string(),
@@ -364,7 +365,7 @@ mod tests {
         w.put_u8(9);
         w.put_u8(1);
         w.put_u8(0xff);
-        let v = OffsetCommitValue::decode(&w).unwrap();
+        let v = OffsetCommitValue::decode(&w.freeze()).unwrap();
         assert_eq!(
             (v.offset, v.leader_epoch, v.metadata.as_str()),
             (10, 2, "x")
@@ -376,13 +377,13 @@ mod tests {
         let mut w = BytesMut::new();
         w.put_i16(3);
         put_string(&mut w, "g");
-        assert_eq!(RecordKey::decode(&w).unwrap(), None);
+        assert_eq!(RecordKey::decode(&w.freeze()).unwrap(), None);
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         for len in 0..64usize {
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let bytes: Bytes = (0..len).map(|i| (i * 37 + 11) as u8).collect();
             let _ = RecordKey::decode(&bytes);
             let _ = OffsetCommitValue::decode(&bytes);
             let _ = GroupMetadataValue::decode(&bytes);
@@ -396,7 +397,7 @@ mod tests {
         w.put_i64(0);
         w.put_i32(i32::MAX);
         assert!(matches!(
-            GroupMetadataValue::decode(&w),
+            GroupMetadataValue::decode(&w.freeze()),
             Err(RecordError::Decode { .. })
         ));
     }

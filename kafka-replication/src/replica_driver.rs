@@ -72,6 +72,8 @@ struct Shared<L, K, W> {
     isr_writer: Arc<tokio::sync::Mutex<W>>,
     fetcher_config: FetcherConfig,
     wake: tokio::sync::Notify,
+    /// Woken after every step of the manager, for [`ReplicaDriver::wait_until`].
+    stepped: tokio::sync::Notify,
     /// When the ticker will next wake on its own (ms on the driver's clock).
     ticker_deadline: std::sync::atomic::AtomicU64,
     cancel: CancellationToken,
@@ -117,6 +119,7 @@ where
             isr_writer: Arc::new(tokio::sync::Mutex::new(isr_writer)),
             fetcher_config,
             wake: tokio::sync::Notify::new(),
+            stepped: tokio::sync::Notify::new(),
             ticker_deadline: std::sync::atomic::AtomicU64::new(0),
             cancel: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
@@ -165,6 +168,7 @@ where
         self.drain(&mut core);
         let deadline = core.manager.next_deadline();
         drop(core);
+        self.shared.stepped.notify_waiters();
         // A delayed request may have brought the next deadline forward: wake the ticker.
         if deadline < self.shared.ticker_deadline.load(Ordering::Relaxed) {
             self.shared.wake.notify_one();
@@ -178,7 +182,33 @@ where
         let mut core = self.lock();
         let r = f(&mut core, now);
         self.drain(&mut core);
+        drop(core);
+        self.shared.stepped.notify_waiters();
         r
+    }
+
+    /// Waits until `done` holds on the manager (checked now and after each of its steps:
+    /// a request, a fetch answer, a tick) or `deadline` passes; whether it held. For answers
+    /// that wait on the replicas' state without a purgatory of their own (the
+    /// administration APIs' waits for metadata and low watermarks).
+    pub async fn wait_until(
+        &self,
+        deadline: tokio::time::Instant,
+        mut done: impl FnMut(&mut ReplicaManager<L>) -> bool,
+    ) -> bool {
+        loop {
+            // Registered before the check, so that a step between the check and the wait
+            // is not missed.
+            let stepped = self.shared.stepped.notified();
+            tokio::pin!(stepped);
+            stepped.as_mut().enable();
+            if done(&mut self.lock().manager) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, stepped).await.is_err() {
+                return done(&mut self.lock().manager);
+            }
+        }
     }
 
     /// Stops the ticker and every fetcher task.

@@ -3,8 +3,8 @@
 //! to the coordination store the admin tools make, and the controller does the rest through
 //! its watches. Each answer waits, up to the request's timeout, until this broker's metadata
 //! shows the outcome (Kafka's `DelayedCreatePartitions`, `DelayedDeleteTopics`,
-//! `DelayedElectLeader`, `DelayedDeleteRecords`): the wait re-checks the metadata cache every
-//! [`WAIT_POLL`] instead of being woken by it.
+//! `DelayedElectLeader`, `DelayedDeleteRecords`): the wait re-checks after each step of the
+//! replica manager ([`ReplicaDriver::wait_until`](kafka_replication::replica_driver::ReplicaDriver::wait_until)).
 //!
 //! - [`topics`]: CreateTopics, DeleteTopics, CreatePartitions (controller only).
 //! - [`configs`]: DescribeConfigs and IncrementalAlterConfigs (any broker).
@@ -36,9 +36,6 @@ use kafka_wire::{RequestBody, ResponseBody};
 pub use configs::{ConfigType, TopicConfigKey, TOPIC_CONFIGS};
 
 use super::KafkaApis;
-
-/// How often a delayed admin answer re-checks the metadata cache.
-pub const WAIT_POLL: Duration = Duration::from_millis(20);
 
 /// `cluster_authorized_operations` when the client did not ask for them (Kafka's
 /// `Int.MinValue`).
@@ -194,7 +191,8 @@ where
     }
 
     /// Waits until `done` holds on the metadata cache or `timeout_ms` passes (at once when
-    /// it is ≤ 0); whether it held.
+    /// it is ≤ 0); whether it held. Re-checked after each step of the replica manager
+    /// (an UpdateMetadata applied, say), as Kafka's delayed admin operations are.
     async fn wait_for_metadata(
         &self,
         timeout_ms: i32,
@@ -202,15 +200,9 @@ where
     ) -> bool {
         let deadline = tokio::time::Instant::now()
             + Duration::from_millis(u64::try_from(timeout_ms.max(0)).unwrap_or(0));
-        loop {
-            if self.driver.with_manager(|m, _| done(m.metadata())) {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(WAIT_POLL).await;
-        }
+        self.driver
+            .wait_until(deadline, |m| done(m.metadata()))
+            .await
     }
 
     /// Answers one of the requests [`is_admin_request`] accepts.

@@ -74,20 +74,16 @@ where
         if !waiting.is_empty() && request.timeout_ms > 0 {
             let deadline = tokio::time::Instant::now()
                 + std::time::Duration::from_millis(request.timeout_ms.max(0) as u64);
-            loop {
-                let done = self.driver.with_manager(|m, _| {
+            self.driver
+                .wait_until(deadline, |m| {
                     waiting
                         .iter()
                         .all(|(tp, offset)| match low_watermark(m, tp) {
                             Ok(low) => low >= *offset,
                             Err(_) => true,
                         })
-                });
-                if done || tokio::time::Instant::now() >= deadline {
-                    break;
-                }
-                tokio::time::sleep(super::WAIT_POLL).await;
-            }
+                })
+                .await;
         }
         let final_state: BTreeMap<TopicPartition, (i64, ErrorCode)> =
             self.driver.with_manager(|m, _| {
