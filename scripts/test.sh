@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The crates published to crates.io, in dependency order.
-LIB_CRATES=(kafka-wire ha-coordination ha-testkit zab-core kafka-replication kafka-controller
+LIB_CRATES=(ha-kafka-wire ha-coordination ha-testkit zab-core kafka-replication kafka-controller
             kafka-group-coordinator
             kafka-broker zab-coordination)
 
@@ -78,6 +78,18 @@ step "cargo test (library crates, default features)" default_feature_tests
 step "cargo build --no-default-features (each library crate)" no_default_builds
 step "cargo doc (warnings denied)" \
   env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --all-features
-step "cargo publish --dry-run (every publishable crate)" \
-  cargo publish --workspace --dry-run
+# cargo takes a crate of the dry run's temporary registry for unchanged while its version is,
+# so the check builds in a target folder of its own where our crates' old builds and unpacked
+# sources are forgotten first; third-party crates stay built there between runs.
+publish_dry_run() {
+  local dir=target/publish-check
+  rm -rf target/package "$dir/package" "$dir"/debug/.fingerprint/{ha-,kafka-,zab-}* \
+    "$dir"/debug/deps/lib{ha,kafka,zab}_*
+  local src
+  for src in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
+    [ -d "$src" ] && rm -rf "$src"{ha-,kafka-,zab-}*
+  done
+  CARGO_TARGET_DIR=$dir cargo publish --workspace --dry-run
+}
+step "cargo publish --dry-run (every publishable crate)" publish_dry_run
 echo "==> all passed"

@@ -4,7 +4,7 @@
 //! FetchResponse v12 and v16 with 100 partitions × 16 KiB of records (decode; encode, ours into
 //! a [`ChunkedWriter`] that keeps record data as its own chunks, the peer into one buffer).
 //!
-//! Run with `cargo bench -p kafka-wire --bench messages`. After criterion's report, a short
+//! Run with `cargo bench -p ha-kafka-wire --bench messages`. After criterion's report, a short
 //! table prints both crates' time per operation and the ratio (peer time / our time).
 //!
 //! For instruction counts, `KAFKA_WIRE_BENCH_ONE=<case>:<ours|peer>:<n>` runs only case number
