@@ -166,11 +166,15 @@ async fn ha_admin_bootstrap_server_creates_describes_reassigns_elects_lists_and_
 
     let out = admin(&cluster, other, &["delete-topic", "ledger"]).await;
     assert!(out.ok, "{}", out.stderr);
-    assert!(zk
-        .topic_assignment("ledger", false)
-        .await
-        .expect("read")
-        .is_none());
+    // The answer comes once the brokers' metadata has dropped the topic; the controller
+    // removes its znodes after that, as Kafka's does.
+    cluster
+        .eventually("the topic's znodes deleted", async |_| {
+            zk.topic_assignment("ledger", false)
+                .await
+                .is_ok_and(|a| a.is_none())
+        })
+        .await;
     let out = admin(&cluster, other, &["delete-topic", "ledger"]).await;
     assert!(
         !out.ok && out.stderr.contains("UNKNOWN_TOPIC_OR_PARTITION"),
