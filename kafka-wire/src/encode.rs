@@ -578,7 +578,9 @@ mod tests {
     fn buffered_elements_that_fit_do_not_fit_or_exceed_the_buffer_keep_their_bytes_in_order() {
         // Sizes around the flush threshold (a quarter of 64 free), the free space left, and
         // the buffer size, mixed.
-        let sizes = [5, 17, 40, 3, 47, 48, 49, 63, 64, 65, 200, 1, 0, 16, 30, 30, 30];
+        let sizes = [
+            5, 17, 40, 3, 47, 48, 49, 63, 64, 65, 200, 1, 0, 16, 30, 30, 30,
+        ];
         let elements: Vec<Blob> = sizes
             .iter()
             .enumerate()
