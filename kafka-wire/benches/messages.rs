@@ -5,7 +5,9 @@
 //! a [`ChunkedWriter`] that keeps record data as its own chunks, the peer into one buffer).
 //!
 //! Run with `cargo bench -p ha-kafka-wire --bench messages`. After criterion's report, a short
-//! table prints both crates' time per operation and the ratio (peer time / our time).
+//! table prints both crates' time per operation and the ratio (peer time / our time); each time
+//! is the best of ten rounds of about 100 ms, the two crates' rounds alternating so that on a
+//! shared machine both see the same changes of load.
 //!
 //! For instruction counts, `KAFKA_WIRE_BENCH_ONE=<case>:<ours|peer>:<n>` runs only case number
 //! `<case>` (0-5, in the order of the table) `<n>` times for one crate and exits; the count per
@@ -86,19 +88,26 @@ fn fetch_response() -> FetchResponse {
     }
 }
 
-/// Time per call of `f`, the best of several rounds of about 200 ms.
-fn time_per_op(mut f: impl FnMut()) -> Duration {
-    let mut best = Duration::MAX;
-    for _ in 0..5 {
-        let start = Instant::now();
-        let mut n = 0u32;
-        while start.elapsed() < Duration::from_millis(200) {
-            f();
-            n += 1;
-        }
-        best = best.min(start.elapsed() / n);
+/// Time per call of `f` in one round of about 100 ms.
+fn round(f: &mut dyn FnMut()) -> Duration {
+    let start = Instant::now();
+    let mut n = 0u32;
+    while start.elapsed() < Duration::from_millis(100) {
+        f();
+        n += 1;
     }
-    best
+    start.elapsed() / n
+}
+
+/// Time per call of `ours` and of `peer`, each the best of ten rounds of about 100 ms, the
+/// rounds of the two alternating so that both see the same changes of load on a shared machine.
+fn time_per_op_pair(ours: &mut dyn FnMut(), peer: &mut dyn FnMut()) -> (Duration, Duration) {
+    let (mut best_ours, mut best_peer) = (Duration::MAX, Duration::MAX);
+    for _ in 0..10 {
+        best_ours = best_ours.min(round(ours));
+        best_peer = best_peer.min(round(peer));
+    }
+    (best_ours, best_peer)
 }
 
 struct Case {
@@ -226,10 +235,9 @@ fn main() {
         "case", "kafka-wire", "kafka-protocol", "ratio"
     );
     for mut case in cases() {
-        let ours = time_per_op(&mut case.ours);
-        let peer = time_per_op(&mut case.peer);
+        let (ours, peer) = time_per_op_pair(&mut case.ours, &mut case.peer);
         println!(
-            "{:<48} {:>14.1?} {:>14.1?} {:>7.1}x",
+            "{:<48} {:>14.1?} {:>14.1?} {:>7.2}x",
             case.name,
             ours,
             peer,

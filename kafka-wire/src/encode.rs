@@ -58,6 +58,21 @@ pub trait WireWrite {
     fn write_f64(&mut self, v: f64) {
         self.write_slice(&v.to_be_bytes());
     }
+    /// Appends each of `v` as a big-endian `i32`.
+    #[inline]
+    fn write_i32_slice(&mut self, v: &[i32]) {
+        for x in v {
+            self.write_i32(*x);
+        }
+    }
+    /// Appends a compact array of `int32`: its length plus one as an unsigned varint, then
+    /// the elements big-endian. The caller checks that the length plus one fits in a `u32`
+    /// (`put_int32_array` does).
+    #[inline]
+    fn write_compact_i32_array(&mut self, v: &[i32]) {
+        self.write_unsigned_varint((v.len() as u32).wrapping_add(1));
+        self.write_i32_slice(v);
+    }
     /// Appends an unsigned varint (1 to 5 bytes).
     #[inline]
     fn write_unsigned_varint(&mut self, v: u32) {
@@ -164,6 +179,54 @@ impl<'w, W: WireWrite, const N: usize> BufferedWriter<'w, W, N> {
         self.len = 0;
     }
 
+    /// Writes one element of an array through the buffer.
+    ///
+    /// The element is encoded straight into the free part of the buffer through a
+    /// [`SliceWriter`], whose position stays in a register, so each field costs one bounds
+    /// check and no length update of the buffer or of the destination. The buffer is passed on
+    /// first when less than a quarter of it is free; an element that does not fit is encoded
+    /// again after the buffer is passed on, and one larger than the buffer goes to the wrapped
+    /// writer directly. The bytes are those of `e.encode`, in order, whatever the path.
+    #[inline(always)]
+    pub fn encode_element<E: Encode + ?Sized>(
+        &mut self,
+        e: &E,
+        version: i16,
+    ) -> Result<(), EncodeError> {
+        if self.len > N - N / 4 {
+            self.flush();
+        }
+        let start = self.len;
+        if let Some(free) = self.buf.get_mut(start..) {
+            let mut sw = SliceWriter::new(free);
+            e.encode(&mut sw, version)?;
+            if let Some(n) = sw.written() {
+                self.len = start + n;
+                return Ok(());
+            }
+        }
+        self.encode_element_again(e, version)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn encode_element_again<E: Encode + ?Sized>(
+        &mut self,
+        e: &E,
+        version: i16,
+    ) -> Result<(), EncodeError> {
+        self.flush();
+        let mut sw = SliceWriter::new(&mut self.buf);
+        e.encode(&mut sw, version)?;
+        match sw.written() {
+            Some(n) => {
+                self.len = n;
+                Ok(())
+            }
+            None => e.encode(&mut *self.inner, version),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn write_through(&mut self, src: &[u8]) {
@@ -195,6 +258,105 @@ impl<W: WireWrite, const N: usize> WireWrite for BufferedWriter<'_, W, N> {
     fn write_shared(&mut self, data: Bytes) {
         self.flush();
         self.inner.write_shared(data);
+    }
+}
+
+/// A writer into a byte slice that never writes past its end: a write that does not fit marks
+/// the writer as overflowed (see [`SliceWriter::written`]) instead of failing, so a caller can
+/// try an encoding into a fixed buffer and start again elsewhere when it was too small.
+pub struct SliceWriter<'a> {
+    rest: &'a mut [u8],
+    capacity: usize,
+    overflowed: bool,
+}
+
+impl<'a> SliceWriter<'a> {
+    /// A writer at the start of `buf`.
+    #[inline(always)]
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self {
+            capacity: buf.len(),
+            rest: buf,
+            overflowed: false,
+        }
+    }
+
+    /// Writes `prefix` and then `ids` big-endian with one bounds check (at constant offsets,
+    /// `K` being known).
+    #[inline(always)]
+    fn write_prefixed_ids<const K: usize>(&mut self, prefix: u8, ids: [i32; K]) {
+        let n = 1 + 4 * K;
+        if n <= self.rest.len() {
+            let (dst, rest) = std::mem::take(&mut self.rest).split_at_mut(n);
+            dst[0] = prefix;
+            for (d, x) in dst[1..].chunks_exact_mut(4).zip(ids) {
+                d.copy_from_slice(&x.to_be_bytes());
+            }
+            self.rest = rest;
+        } else {
+            self.overflowed = true;
+        }
+    }
+
+    /// The number of bytes written at the start of the slice, or `None` when a write did not
+    /// fit (the slice then holds no usable encoding).
+    #[inline(always)]
+    pub fn written(&self) -> Option<usize> {
+        if self.overflowed {
+            None
+        } else {
+            Some(self.capacity - self.rest.len())
+        }
+    }
+}
+
+impl WireWrite for SliceWriter<'_> {
+    #[inline(always)]
+    fn write_slice(&mut self, src: &[u8]) {
+        if src.len() <= self.rest.len() {
+            let (dst, rest) = std::mem::take(&mut self.rest).split_at_mut(src.len());
+            dst.copy_from_slice(src);
+            self.rest = rest;
+        } else {
+            self.overflowed = true;
+        }
+    }
+
+    #[inline(always)]
+    fn write_i32_slice(&mut self, v: &[i32]) {
+        // One bounds check for the whole array.
+        let n = v.len().saturating_mul(4);
+        if n <= self.rest.len() {
+            let (dst, rest) = std::mem::take(&mut self.rest).split_at_mut(n);
+            for (d, x) in dst.chunks_exact_mut(4).zip(v) {
+                d.copy_from_slice(&x.to_be_bytes());
+            }
+            self.rest = rest;
+        } else {
+            self.overflowed = true;
+        }
+    }
+
+    #[inline(always)]
+    fn write_compact_i32_array(&mut self, v: &[i32]) {
+        // Replica lists are short: up to four elements go out with one bounds check and no
+        // loop.
+        match *v {
+            [] => self.write_prefixed_ids(1, []),
+            [a] => self.write_prefixed_ids(2, [a]),
+            [a, b] => self.write_prefixed_ids(3, [a, b]),
+            [a, b, c] => self.write_prefixed_ids(4, [a, b, c]),
+            [a, b, c, d] => self.write_prefixed_ids(5, [a, b, c, d]),
+            _ => {
+                self.write_unsigned_varint((v.len() as u32).wrapping_add(1));
+                self.write_i32_slice(v);
+            }
+        }
+    }
+
+    #[inline]
+    fn write_shared(&mut self, data: Bytes) {
+        self.write_slice(&data);
     }
 }
 
@@ -372,5 +534,91 @@ pub trait DataRecord: Encode + Decode + Default {
             });
         }
         Ok((version, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An element of `len` bytes counting up from `seed`, written field by field.
+    struct Blob {
+        seed: u8,
+        len: usize,
+    }
+
+    impl Encode for Blob {
+        fn encode<W: WireWrite>(&self, w: &mut W, _version: i16) -> Result<(), EncodeError> {
+            for i in 0..self.len {
+                w.write_u8(self.seed.wrapping_add(i as u8));
+            }
+            Ok(())
+        }
+    }
+
+    fn through_buffer(elements: &[Blob]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut bw = BufferedWriter::<_, 64>::new(&mut out);
+        for e in elements {
+            bw.encode_element(e, 0).expect("encodes");
+        }
+        bw.finish();
+        out
+    }
+
+    fn direct(elements: &[Blob]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in elements {
+            e.encode(&mut out, 0).expect("encodes");
+        }
+        out
+    }
+
+    #[test]
+    fn buffered_elements_that_fit_do_not_fit_or_exceed_the_buffer_keep_their_bytes_in_order() {
+        // Sizes around the flush threshold (a quarter of 64 free), the free space left, and
+        // the buffer size, mixed.
+        let sizes = [
+            5, 17, 40, 3, 47, 48, 49, 63, 64, 65, 200, 1, 0, 16, 30, 30, 30,
+        ];
+        let elements: Vec<Blob> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| Blob {
+                seed: (i * 37) as u8,
+                len,
+            })
+            .collect();
+        assert_eq!(through_buffer(&elements), direct(&elements));
+    }
+
+    #[test]
+    fn slice_writer_reports_overflow_instead_of_writing_past_its_end() {
+        let mut buf = [0u8; 6];
+        let mut sw = SliceWriter::new(&mut buf);
+        sw.write_i32(0x0102_0304);
+        assert_eq!(sw.written(), Some(4));
+        sw.write_i32(5);
+        assert_eq!(sw.written(), None);
+        assert_eq!(buf, [1, 2, 3, 4, 0, 0]);
+    }
+
+    #[test]
+    fn slice_writer_writes_compact_int32_arrays_as_the_generic_writer_does() {
+        for n in 0..8 {
+            let v: Vec<i32> = (0..n).map(|i| i * 0x0101_0101 - 7).collect();
+            let mut generic = Vec::new();
+            generic.write_compact_i32_array(&v);
+            let mut buf = [0u8; 64];
+            let mut sw = SliceWriter::new(&mut buf);
+            sw.write_compact_i32_array(&v);
+            let n = sw.written().expect("fits");
+            assert_eq!(&buf[..n], &generic[..], "{} elements", v.len());
+            // One byte short: overflow, whatever the length.
+            let mut short = vec![0u8; generic.len() - 1];
+            let mut sw = SliceWriter::new(&mut short);
+            sw.write_compact_i32_array(&v);
+            assert_eq!(sw.written(), None, "{} elements", v.len());
+        }
     }
 }

@@ -67,7 +67,8 @@ pub mod varint;
 
 pub use api::ApiKey;
 pub use encode::{
-    BufferedWriter, ChunkedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite,
+    BufferedWriter, ChunkedWriter, DataRecord, Decode, Encode, LenCounter, Message, SliceWriter,
+    WireWrite,
 };
 pub use error::{DecodeError, EncodeError};
 pub use header::{RequestHeader, ResponseHeader};

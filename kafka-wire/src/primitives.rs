@@ -580,16 +580,18 @@ pub fn put_array_len<W: WireWrite>(
 }
 
 /// Writes a (compact) array of `int32`.
-#[inline]
+#[inline(always)]
 pub fn put_int32_array<W: WireWrite>(
     w: &mut W,
     v: &[i32],
     compact: bool,
     what: &'static str,
 ) -> Result<(), EncodeError> {
-    put_array_len(w, Some(v.len()), compact, what)?;
-    for x in v {
-        w.write_i32(*x);
+    if compact && v.len() < 0x7f {
+        w.write_compact_i32_array(v);
+    } else {
+        put_array_len(w, Some(v.len()), compact, what)?;
+        w.write_i32_slice(v);
     }
     Ok(())
 }
@@ -634,25 +636,26 @@ pub fn put_unknown_tagged_fields<W: WireWrite>(
 ) -> Result<(), EncodeError> {
     if unknown.is_empty() {
         w.write_u8(0);
-        Ok(())
     } else {
-        put_some_unknown_tagged_fields(w, unknown)
+        // Built aside so that `w` is not passed to a function that is not inlined: a writer
+        // whose address is taken keeps its position in memory instead of a register.
+        w.write_slice(&some_unknown_tagged_fields(unknown)?);
     }
+    Ok(())
 }
 
+#[cold]
 #[inline(never)]
-fn put_some_unknown_tagged_fields<W: WireWrite>(
-    w: &mut W,
-    unknown: &[RawTaggedField],
-) -> Result<(), EncodeError> {
+fn some_unknown_tagged_fields(unknown: &[RawTaggedField]) -> Result<Vec<u8>, EncodeError> {
     let n = u32::try_from(unknown.len()).map_err(|_| EncodeError::TooLong {
         what: "tagged fields",
         length: unknown.len(),
     })?;
-    w.write_unsigned_varint(n);
+    let mut out = Vec::new();
+    out.write_unsigned_varint(n);
     let mut next = 0;
-    put_unknown_tagged_below(w, unknown, &mut next, u64::MAX);
-    Ok(())
+    put_unknown_tagged_below(&mut out, unknown, &mut next, u64::MAX);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -348,7 +348,7 @@ fn write_stmts(
                 if buffered {
                     format!(
                         "let mut bw = BufferedWriter::<_, {ARRAY_BUFFER}>::new(&mut *{w});\n{indent}    \
-                         for e in {v} {{ e.encode(&mut bw, version)?; }}\n{indent}    bw.finish();"
+                         for e in {v} {{ bw.encode_element(e, version)?; }}\n{indent}    bw.finish();"
                     )
                 } else {
                     format!("for e in {v} {{ {body} }}")
@@ -759,9 +759,16 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
 
     // Encode
     let small = small_structs(spec);
+    // The elements of an array of small structs are encoded in the array's loop, where the
+    // position of the writer stays in a register.
+    let inline = if small.contains(&st.name) {
+        "    #[inline(always)]\n"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "impl Encode for {name} {{\n    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
+        "impl Encode for {name} {{\n{inline}    fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {{"
     );
     out.push_str(&api_key_check("EncodeError"));
     let _ = writeln!(out, "        let flexible = {flex_test};");

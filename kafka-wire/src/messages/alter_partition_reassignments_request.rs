@@ -191,6 +191,7 @@ impl ReassignablePartition {
 }
 
 impl Encode for ReassignablePartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 0;
         w.write_i32(self.partition_index);
@@ -294,7 +295,7 @@ impl Encode for ReassignableTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

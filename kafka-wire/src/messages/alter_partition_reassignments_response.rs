@@ -240,6 +240,7 @@ impl ReassignablePartitionResponse {
 }
 
 impl Encode for ReassignablePartitionResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 0;
         {
@@ -346,7 +347,7 @@ impl Encode for ReassignableTopicResponse {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

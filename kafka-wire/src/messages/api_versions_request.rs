@@ -92,6 +92,7 @@ impl ApiVersionsRequest {
 }
 
 impl Encode for ApiVersionsRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 18, version });

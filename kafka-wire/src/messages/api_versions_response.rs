@@ -140,7 +140,7 @@ impl Encode for ApiVersionsResponse {
         put_array_len(w, Some(self.api_keys.len()), flexible, "api_keys")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.api_keys { e.encode(&mut bw, version)?; }
+            for e in &self.api_keys { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if version >= 1 {
@@ -164,7 +164,7 @@ impl Encode for ApiVersionsResponse {
                     put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
                     {
                         let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                        for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                        for e in &self.supported_features { bw.encode_element(e, version)?; }
                         bw.finish();
                     }
                 }
@@ -172,7 +172,7 @@ impl Encode for ApiVersionsResponse {
                 put_array_len(w, Some(self.supported_features.len()), flexible, "supported_features")?;
                 {
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in &self.supported_features { e.encode(&mut bw, version)?; }
+                    for e in &self.supported_features { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -196,7 +196,7 @@ impl Encode for ApiVersionsResponse {
                     put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
                     {
                         let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                        for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                        for e in &self.finalized_features { bw.encode_element(e, version)?; }
                         bw.finish();
                     }
                 }
@@ -204,7 +204,7 @@ impl Encode for ApiVersionsResponse {
                 put_array_len(w, Some(self.finalized_features.len()), flexible, "finalized_features")?;
                 {
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in &self.finalized_features { e.encode(&mut bw, version)?; }
+                    for e in &self.finalized_features { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -349,6 +349,7 @@ impl ApiVersion {
 }
 
 impl Encode for ApiVersion {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         {
@@ -470,6 +471,7 @@ impl SupportedFeatureKey {
 }
 
 impl Encode for SupportedFeatureKey {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 3 {
@@ -605,6 +607,7 @@ impl FinalizedFeatureKey {
 }
 
 impl Encode for FinalizedFeatureKey {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 3 {

@@ -90,6 +90,7 @@ impl ControlledShutdownRequest {
 }
 
 impl Encode for ControlledShutdownRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=3).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 7, version });

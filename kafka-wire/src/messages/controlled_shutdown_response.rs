@@ -93,7 +93,7 @@ impl Encode for ControlledShutdownResponse {
         put_array_len(w, Some(self.remaining_partitions.len()), flexible, "remaining_partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.remaining_partitions { e.encode(&mut bw, version)?; }
+            for e in &self.remaining_partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -195,6 +195,7 @@ impl RemainingPartition {
 }
 
 impl Encode for RemainingPartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         put_string(w, &self.topic_name, flexible, "topic_name")?;

@@ -208,6 +208,7 @@ impl CreatePartitionsAssignment {
 }
 
 impl Encode for CreatePartitionsAssignment {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         put_int32_array(w, &self.broker_ids, flexible, "broker_ids")?;
@@ -316,7 +317,7 @@ impl Encode for CreatePartitionsTopic {
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "assignments")?;
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in v { e.encode(&mut bw, version)?; }
+                for e in v { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }

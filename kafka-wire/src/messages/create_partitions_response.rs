@@ -93,7 +93,7 @@ impl Encode for CreatePartitionsResponse {
         put_array_len(w, Some(self.results.len()), flexible, "results")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.results { e.encode(&mut bw, version)?; }
+            for e in &self.results { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -200,6 +200,7 @@ impl CreatePartitionsTopicResult {
 }
 
 impl Encode for CreatePartitionsTopicResult {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         put_string(w, &self.name, flexible, "name")?;

@@ -212,6 +212,7 @@ impl CreatableReplicaAssignment {
 }
 
 impl Encode for CreatableReplicaAssignment {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         w.write_i32(self.partition_index);
@@ -306,6 +307,7 @@ impl CreatableTopicConfig {
 }
 
 impl Encode for CreatableTopicConfig {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         put_string(w, &self.name, flexible, "name")?;
@@ -444,13 +446,13 @@ impl Encode for CreatableTopic {
         put_array_len(w, Some(self.assignments.len()), flexible, "assignments")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.assignments { e.encode(&mut bw, version)?; }
+            for e in &self.assignments { bw.encode_element(e, version)?; }
             bw.finish();
         }
         put_array_len(w, Some(self.configs.len()), flexible, "configs")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.configs { e.encode(&mut bw, version)?; }
+            for e in &self.configs { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

@@ -240,6 +240,7 @@ impl CreatableTopicConfigs {
 }
 
 impl Encode for CreatableTopicConfigs {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         if version >= 5 {
@@ -459,7 +460,7 @@ impl Encode for CreatableTopicResult {
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "configs")?;
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in v { e.encode(&mut bw, version)?; }
+                    for e in v { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }

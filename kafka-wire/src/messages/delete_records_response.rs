@@ -208,6 +208,7 @@ impl DeleteRecordsPartitionResult {
 }
 
 impl Encode for DeleteRecordsPartitionResult {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         {
@@ -314,7 +315,7 @@ impl Encode for DeleteRecordsTopicResult {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

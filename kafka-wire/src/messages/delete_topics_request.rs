@@ -110,7 +110,7 @@ impl Encode for DeleteTopicsRequest {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.topics { e.encode(&mut bw, version)?; }
+                for e in &self.topics { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.topics.is_empty() {
@@ -233,6 +233,7 @@ impl DeleteTopicState {
 }
 
 impl Encode for DeleteTopicState {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version >= 6 {

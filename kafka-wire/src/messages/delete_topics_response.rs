@@ -99,7 +99,7 @@ impl Encode for DeleteTopicsResponse {
         put_array_len(w, Some(self.responses.len()), flexible, "responses")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.responses { e.encode(&mut bw, version)?; }
+            for e in &self.responses { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -225,6 +225,7 @@ impl DeletableTopicResult {
 }
 
 impl Encode for DeletableTopicResult {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if self.name.is_none() && version < 6 { return Err(EncodeError::NullNotAllowed { field: "name", version }); }

@@ -90,6 +90,7 @@ impl DescribeClusterRequest {
 }
 
 impl Encode for DescribeClusterRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 60, version });

@@ -165,7 +165,7 @@ impl Encode for DescribeClusterResponse {
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            for e in &self.brokers { bw.encode_element(e, version)?; }
             bw.finish();
         }
         w.write_i32(self.cluster_authorized_operations);
@@ -288,6 +288,7 @@ impl DescribeClusterBroker {
 }
 
 impl Encode for DescribeClusterBroker {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 0;
         w.write_i32(self.broker_id);

@@ -109,7 +109,7 @@ impl Encode for DescribeConfigsRequest {
         put_array_len(w, Some(self.resources.len()), flexible, "resources")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.resources { e.encode(&mut bw, version)?; }
+            for e in &self.resources { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if version >= 1 {
@@ -231,6 +231,7 @@ impl DescribeConfigsResource {
 }
 
 impl Encode for DescribeConfigsResource {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         w.write_i8(self.resource_type);

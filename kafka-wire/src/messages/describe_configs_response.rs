@@ -210,6 +210,7 @@ impl DescribeConfigsSynonym {
 }
 
 impl Encode for DescribeConfigsSynonym {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version >= 1 {
@@ -413,7 +414,7 @@ impl Encode for DescribeConfigsResourceResult {
             put_array_len(w, Some(self.synonyms.len()), flexible, "synonyms")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.synonyms { e.encode(&mut bw, version)?; }
+                for e in &self.synonyms { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }

@@ -90,6 +90,7 @@ impl DescribeGroupsRequest {
 }
 
 impl Encode for DescribeGroupsRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 15, version });

@@ -112,7 +112,7 @@ impl Encode for ElectLeadersRequest {
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topic_partitions")?;
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in v { e.encode(&mut bw, version)?; }
+                for e in v { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }
@@ -219,6 +219,7 @@ impl TopicPartitions {
 }
 
 impl Encode for TopicPartitions {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         put_string(w, &self.topic, flexible, "topic")?;

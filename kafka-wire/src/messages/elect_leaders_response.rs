@@ -228,6 +228,7 @@ impl PartitionResult {
 }
 
 impl Encode for PartitionResult {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         {
@@ -334,7 +335,7 @@ impl Encode for ReplicaElectionResult {
         put_array_len(w, Some(self.partition_result.len()), flexible, "partition_result")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partition_result { e.encode(&mut bw, version)?; }
+            for e in &self.partition_result { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

@@ -231,7 +231,7 @@ impl Encode for FetchRequest {
             put_array_len(w, Some(self.forgotten_topics_data.len()), flexible, "forgotten_topics_data")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.forgotten_topics_data { e.encode(&mut bw, version)?; }
+                for e in &self.forgotten_topics_data { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.forgotten_topics_data.is_empty() {
@@ -406,6 +406,7 @@ impl ReplicaState {
 }
 
 impl Encode for ReplicaState {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version >= 15 {
@@ -564,6 +565,7 @@ impl FetchPartition {
 }
 
 impl Encode for FetchPartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         w.write_i32(self.partition);
@@ -725,7 +727,7 @@ impl Encode for FetchTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -844,6 +846,7 @@ impl ForgottenTopic {
 }
 
 impl Encode for ForgottenTopic {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if (7..=12).contains(&version) {

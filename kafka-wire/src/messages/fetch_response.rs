@@ -155,7 +155,7 @@ impl Encode for FetchResponse {
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
                     {
                         let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        for e in &self.node_endpoints { bw.encode_element(e, version)?; }
                         bw.finish();
                     }
                 }
@@ -163,7 +163,7 @@ impl Encode for FetchResponse {
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
                 {
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    for e in &self.node_endpoints { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -287,6 +287,7 @@ impl EpochEndOffset {
 }
 
 impl Encode for EpochEndOffset {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version >= 12 {
@@ -403,6 +404,7 @@ impl LeaderIdAndEpoch {
 }
 
 impl Encode for LeaderIdAndEpoch {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version >= 12 {
@@ -520,6 +522,7 @@ impl SnapshotId {
 }
 
 impl Encode for SnapshotId {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         {
@@ -628,6 +631,7 @@ impl AbortedTransaction {
 }
 
 impl Encode for AbortedTransaction {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version >= 4 {
@@ -851,7 +855,7 @@ impl Encode for PartitionData {
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "aborted_transactions")?;
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in v { e.encode(&mut bw, version)?; }
+                    for e in v { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -1174,6 +1178,7 @@ impl NodeEndpoint {
 }
 
 impl Encode for NodeEndpoint {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version >= 16 {

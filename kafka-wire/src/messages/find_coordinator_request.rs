@@ -103,6 +103,7 @@ impl FindCoordinatorRequest {
 }
 
 impl Encode for FindCoordinatorRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=6).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 10, version });

@@ -184,7 +184,7 @@ impl Encode for FindCoordinatorResponse {
             put_array_len(w, Some(self.coordinators.len()), flexible, "coordinators")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.coordinators { e.encode(&mut bw, version)?; }
+                for e in &self.coordinators { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.coordinators.is_empty() {
@@ -360,6 +360,7 @@ impl Coordinator {
 }
 
 impl Encode for Coordinator {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 4 {

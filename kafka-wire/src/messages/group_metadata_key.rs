@@ -77,6 +77,7 @@ impl GroupMetadataKey {
 }
 
 impl Encode for GroupMetadataKey {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(2..=2).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: -1, version });

@@ -102,6 +102,7 @@ impl HeartbeatRequest {
 }
 
 impl Encode for HeartbeatRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 12, version });

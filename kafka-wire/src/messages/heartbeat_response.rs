@@ -90,6 +90,7 @@ impl HeartbeatResponse {
 }
 
 impl Encode for HeartbeatResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 12, version });

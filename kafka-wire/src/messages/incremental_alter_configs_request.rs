@@ -198,6 +198,7 @@ impl AlterableConfig {
 }
 
 impl Encode for AlterableConfig {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         put_string(w, &self.name, flexible, "name")?;
@@ -308,7 +309,7 @@ impl Encode for AlterConfigsResource {
         put_array_len(w, Some(self.configs.len()), flexible, "configs")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.configs { e.encode(&mut bw, version)?; }
+            for e in &self.configs { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

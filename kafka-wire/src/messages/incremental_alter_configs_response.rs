@@ -93,7 +93,7 @@ impl Encode for IncrementalAlterConfigsResponse {
         put_array_len(w, Some(self.responses.len()), flexible, "responses")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.responses { e.encode(&mut bw, version)?; }
+            for e in &self.responses { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -207,6 +207,7 @@ impl AlterConfigsResourceResponse {
 }
 
 impl Encode for AlterConfigsResourceResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         w.write_i16(self.error_code);

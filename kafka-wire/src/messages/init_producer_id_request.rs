@@ -108,6 +108,7 @@ impl InitProducerIdRequest {
 }
 
 impl Encode for InitProducerIdRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 22, version });

@@ -172,7 +172,7 @@ impl Encode for LeaderAndIsrRequest {
             put_array_len(w, Some(self.ungrouped_partition_states.len()), flexible, "ungrouped_partition_states")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.ungrouped_partition_states { e.encode(&mut bw, version)?; }
+                for e in &self.ungrouped_partition_states { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.ungrouped_partition_states.is_empty() {
@@ -187,7 +187,7 @@ impl Encode for LeaderAndIsrRequest {
         put_array_len(w, Some(self.live_leaders.len()), flexible, "live_leaders")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.live_leaders { e.encode(&mut bw, version)?; }
+            for e in &self.live_leaders { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -336,7 +336,7 @@ impl Encode for LeaderAndIsrTopicState {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                for e in &self.partition_states { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partition_states.is_empty() {
@@ -448,6 +448,7 @@ impl LeaderAndIsrLiveLeader {
 }
 
 impl Encode for LeaderAndIsrLiveLeader {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         w.write_i32(self.broker_id);
@@ -653,6 +654,7 @@ impl LeaderAndIsrPartitionState {
 }
 
 impl Encode for LeaderAndIsrPartitionState {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version <= 1 {

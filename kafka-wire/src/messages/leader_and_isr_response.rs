@@ -109,7 +109,7 @@ impl Encode for LeaderAndIsrResponse {
             put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+                for e in &self.partition_errors { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partition_errors.is_empty() {
@@ -242,7 +242,7 @@ impl Encode for LeaderAndIsrTopicError {
             put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+                for e in &self.partition_errors { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partition_errors.is_empty() {
@@ -364,6 +364,7 @@ impl LeaderAndIsrPartitionError {
 }
 
 impl Encode for LeaderAndIsrPartitionError {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version <= 4 {

@@ -114,7 +114,7 @@ impl Encode for LeaveGroupResponse {
             put_array_len(w, Some(self.members.len()), flexible, "members")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.members { e.encode(&mut bw, version)?; }
+                for e in &self.members { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.members.is_empty() {
@@ -243,6 +243,7 @@ impl MemberResponse {
 }
 
 impl Encode for MemberResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version >= 3 {

@@ -92,6 +92,7 @@ impl ListGroupsRequest {
 }
 
 impl Encode for ListGroupsRequest {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 16, version });

@@ -109,7 +109,7 @@ impl Encode for ListGroupsResponse {
         put_array_len(w, Some(self.groups.len()), flexible, "groups")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.groups { e.encode(&mut bw, version)?; }
+            for e in &self.groups { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -234,6 +234,7 @@ impl ListedGroup {
 }
 
 impl Encode for ListedGroup {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         put_string(w, &self.group_id, flexible, "group_id")?;

@@ -253,6 +253,7 @@ impl ListOffsetsPartition {
 }
 
 impl Encode for ListOffsetsPartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         w.write_i32(self.partition_index);
@@ -367,7 +368,7 @@ impl Encode for ListOffsetsTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

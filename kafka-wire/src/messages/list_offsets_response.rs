@@ -252,6 +252,7 @@ impl ListOffsetsPartitionResponse {
 }
 
 impl Encode for ListOffsetsPartitionResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         {
@@ -389,7 +390,7 @@ impl Encode for ListOffsetsTopicResponse {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

@@ -95,7 +95,7 @@ impl Encode for ListPartitionReassignmentsRequest {
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topics")?;
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in v { e.encode(&mut bw, version)?; }
+                for e in v { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }
@@ -198,6 +198,7 @@ impl ListPartitionReassignmentsTopics {
 }
 
 impl Encode for ListPartitionReassignmentsTopics {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 0;
         put_string(w, &self.name, flexible, "name")?;

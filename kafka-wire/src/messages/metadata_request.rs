@@ -123,7 +123,7 @@ impl Encode for MetadataRequest {
             Some(v) => {
                 put_array_len(w, Some(v.len()), flexible, "topics")?;
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in v { e.encode(&mut bw, version)?; }
+                for e in v { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }
@@ -251,6 +251,7 @@ impl MetadataRequestTopic {
 }
 
 impl Encode for MetadataRequestTopic {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {

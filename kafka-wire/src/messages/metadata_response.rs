@@ -141,7 +141,7 @@ impl Encode for MetadataResponse {
         put_array_len(w, Some(self.brokers.len()), flexible, "brokers")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.brokers { e.encode(&mut bw, version)?; }
+            for e in &self.brokers { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if version >= 2 {
@@ -284,6 +284,7 @@ impl MetadataResponseBroker {
 }
 
 impl Encode for MetadataResponseBroker {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         w.write_i32(self.node_id);
@@ -441,6 +442,7 @@ impl MetadataResponsePartition {
 }
 
 impl Encode for MetadataResponsePartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         {
@@ -615,7 +617,7 @@ impl Encode for MetadataResponseTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if version >= 8 {

@@ -91,6 +91,7 @@ impl OffsetCommitKey {
 }
 
 impl Encode for OffsetCommitKey {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: -1, version });

@@ -299,6 +299,7 @@ impl OffsetCommitRequestPartition {
 }
 
 impl Encode for OffsetCommitRequestPartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 8;
         {
@@ -419,7 +420,7 @@ impl Encode for OffsetCommitRequestTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

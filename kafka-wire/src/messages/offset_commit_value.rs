@@ -117,6 +117,7 @@ impl OffsetCommitValue {
 }
 
 impl Encode for OffsetCommitValue {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: -1, version });

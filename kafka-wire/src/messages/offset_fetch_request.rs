@@ -133,7 +133,7 @@ impl Encode for OffsetFetchRequest {
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in v { e.encode(&mut bw, version)?; }
+                    for e in v { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -268,6 +268,7 @@ impl OffsetFetchRequestTopic {
 }
 
 impl Encode for OffsetFetchRequestTopic {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
@@ -384,6 +385,7 @@ impl OffsetFetchRequestTopics {
 }
 
 impl Encode for OffsetFetchRequestTopics {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
@@ -539,7 +541,7 @@ impl Encode for OffsetFetchRequestGroup {
                 Some(v) => {
                     put_array_len(w, Some(v.len()), flexible, "topics")?;
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in v { e.encode(&mut bw, version)?; }
+                    for e in v { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }

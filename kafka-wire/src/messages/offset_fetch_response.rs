@@ -289,6 +289,7 @@ impl OffsetFetchResponsePartition {
 }
 
 impl Encode for OffsetFetchResponsePartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
@@ -436,7 +437,7 @@ impl Encode for OffsetFetchResponseTopic {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                for e in &self.partitions { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partitions.is_empty() {
@@ -581,6 +582,7 @@ impl OffsetFetchResponsePartitions {
 }
 
 impl Encode for OffsetFetchResponsePartitions {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
@@ -728,7 +730,7 @@ impl Encode for OffsetFetchResponseTopics {
             put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partitions { e.encode(&mut bw, version)?; }
+                for e in &self.partitions { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partitions.is_empty() {

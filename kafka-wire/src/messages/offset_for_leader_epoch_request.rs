@@ -210,6 +210,7 @@ impl OffsetForLeaderPartition {
 }
 
 impl Encode for OffsetForLeaderPartition {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         w.write_i32(self.partition);
@@ -316,7 +317,7 @@ impl Encode for OffsetForLeaderTopic {
         put_array_len(w, Some(self.partitions.len()), flexible, "partitions")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partitions { e.encode(&mut bw, version)?; }
+            for e in &self.partitions { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {

@@ -125,7 +125,7 @@ impl Encode for ProduceResponse {
                     put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
                     {
                         let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                        for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                        for e in &self.node_endpoints { bw.encode_element(e, version)?; }
                         bw.finish();
                     }
                 }
@@ -133,7 +133,7 @@ impl Encode for ProduceResponse {
                 put_array_len(w, Some(self.node_endpoints.len()), flexible, "node_endpoints")?;
                 {
                     let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                    for e in &self.node_endpoints { e.encode(&mut bw, version)?; }
+                    for e in &self.node_endpoints { bw.encode_element(e, version)?; }
                     bw.finish();
                 }
             }
@@ -249,6 +249,7 @@ impl BatchIndexAndErrorMessage {
 }
 
 impl Encode for BatchIndexAndErrorMessage {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 8 {
@@ -365,6 +366,7 @@ impl LeaderIdAndEpoch {
 }
 
 impl Encode for LeaderIdAndEpoch {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {
@@ -563,7 +565,7 @@ impl Encode for PartitionProduceResponse {
             put_array_len(w, Some(self.record_errors.len()), flexible, "record_errors")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.record_errors { e.encode(&mut bw, version)?; }
+                for e in &self.record_errors { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }
@@ -820,6 +822,7 @@ impl NodeEndpoint {
 }
 
 impl Encode for NodeEndpoint {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {

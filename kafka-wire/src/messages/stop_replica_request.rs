@@ -176,7 +176,7 @@ impl Encode for StopReplicaRequest {
             put_array_len(w, Some(self.ungrouped_partitions.len()), flexible, "ungrouped_partitions")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.ungrouped_partitions { e.encode(&mut bw, version)?; }
+                for e in &self.ungrouped_partitions { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.ungrouped_partitions.is_empty() {
@@ -186,7 +186,7 @@ impl Encode for StopReplicaRequest {
             put_array_len(w, Some(self.topics.len()), flexible, "topics")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.topics { e.encode(&mut bw, version)?; }
+                for e in &self.topics { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.topics.is_empty() {
@@ -323,6 +323,7 @@ impl StopReplicaPartitionV0 {
 }
 
 impl Encode for StopReplicaPartitionV0 {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if version <= 0 {
@@ -439,6 +440,7 @@ impl StopReplicaTopicV1 {
 }
 
 impl Encode for StopReplicaTopicV1 {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if (1..=2).contains(&version) {
@@ -566,6 +568,7 @@ impl StopReplicaPartitionState {
 }
 
 impl Encode for StopReplicaPartitionState {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if version >= 3 {
@@ -699,7 +702,7 @@ impl Encode for StopReplicaTopicState {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                for e in &self.partition_states { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partition_states.is_empty() {

@@ -93,7 +93,7 @@ impl Encode for StopReplicaResponse {
         put_array_len(w, Some(self.partition_errors.len()), flexible, "partition_errors")?;
         {
             let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-            for e in &self.partition_errors { e.encode(&mut bw, version)?; }
+            for e in &self.partition_errors { bw.encode_element(e, version)?; }
             bw.finish();
         }
         if flexible {
@@ -211,6 +211,7 @@ impl StopReplicaPartitionError {
 }
 
 impl Encode for StopReplicaPartitionError {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         put_string(w, &self.topic_name, flexible, "topic_name")?;

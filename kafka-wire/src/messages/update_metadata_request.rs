@@ -166,7 +166,7 @@ impl Encode for UpdateMetadataRequest {
             put_array_len(w, Some(self.ungrouped_partition_states.len()), flexible, "ungrouped_partition_states")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.ungrouped_partition_states { e.encode(&mut bw, version)?; }
+                for e in &self.ungrouped_partition_states { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.ungrouped_partition_states.is_empty() {
@@ -345,7 +345,7 @@ impl Encode for UpdateMetadataTopicState {
             put_array_len(w, Some(self.partition_states.len()), flexible, "partition_states")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.partition_states { e.encode(&mut bw, version)?; }
+                for e in &self.partition_states { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         } else if !self.partition_states.is_empty() {
@@ -480,6 +480,7 @@ impl UpdateMetadataEndpoint {
 }
 
 impl Encode for UpdateMetadataEndpoint {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 1 {
@@ -650,7 +651,7 @@ impl Encode for UpdateMetadataBroker {
             put_array_len(w, Some(self.endpoints.len()), flexible, "endpoints")?;
             {
                 let mut bw = BufferedWriter::<_, 512>::new(&mut *w);
-                for e in &self.endpoints { e.encode(&mut bw, version)?; }
+                for e in &self.endpoints { bw.encode_element(e, version)?; }
                 bw.finish();
             }
         }
@@ -828,6 +829,7 @@ impl UpdateMetadataPartitionState {
 }
 
 impl Encode for UpdateMetadataPartitionState {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 4 {

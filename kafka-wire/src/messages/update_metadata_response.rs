@@ -79,6 +79,7 @@ impl UpdateMetadataResponse {
 }
 
 impl Encode for UpdateMetadataResponse {
+    #[inline(always)]
     fn encode<W: WireWrite>(&self, w: &mut W, version: i16) -> Result<(), EncodeError> {
         if !(0..=8).contains(&version) {
             return Err(EncodeError::UnsupportedVersion { api_key: 6, version });
