@@ -184,9 +184,11 @@
 //!                 s.applied.extend(newly.cloned().collect::<Vec<_>>());
 //!             }
 //!             PeerAction::Truncate(z) => s.log.retain(|t| t.zxid <= z),
-//!             PeerAction::LoadHistory => {
+//!             PeerAction::LoadHistory { .. } => {
+//!                 // The whole log (the core keeps the newest `max`); fewer than that are ever
+//!                 // written here, so no learner is synced from the log (`ReadLog`).
 //!                 let committed = s.log.clone();
-//!                 let history = PeerInput::History { base: Zxid::ZERO, committed, snapshot: None };
+//!                 let history = PeerInput::History { base: Zxid::ZERO, committed };
 //!                 s.core.handle(now, history);
 //!             }
 //!             // The epochs live in the core's memory here (nobody restarts); connecting,

@@ -14,7 +14,10 @@ use std::time::Instant;
 use crate::peer::{PeerAction, PeerConfig, PeerCore, PeerInput, PeerStatus};
 use crate::state_machine::{RecordingStateMachine, SnapshotError, StateMachine};
 use crate::store::PersistedEpochs;
-use crate::txnlog::{FsyncPolicy, MemoryTxnLog, SnapshotPolicy, Txn, TxnLog, TxnLogError};
+use crate::txnlog::{
+    read_committed_window, read_for_sync, FsyncPolicy, MemoryTxnLog, SnapshotPolicy, Txn, TxnLog,
+    TxnLogError,
+};
 use crate::zxid::Zxid;
 
 /// Why a simulated server could not carry out an action (its log or snapshot is broken: a
@@ -215,18 +218,27 @@ impl SimServer {
                 self.log.save_snapshot(&s)?;
                 self.log.purge(s.zxid)?;
             }
-            PeerAction::LoadHistory => {
+            PeerAction::LoadHistory { max } => {
+                let (base, committed) = read_committed_window(&self.log, *max)?;
+                self.core
+                    .handle(now, PeerInput::History { base, committed });
+            }
+            PeerAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            } => {
+                let read = read_for_sync(&self.log, *after, *upto, *max_bytes, *max_txns)?;
+                let learner = *learner;
+                self.core.handle(now, PeerInput::LogRead { learner, read });
+            }
+            PeerAction::ReadSnapshot(learner) => {
                 let snapshot = self.log.latest_snapshot()?;
-                // Everything up to the newest snapshot is served by it: a purged log no longer
-                // reaches back to the first transaction, so only what follows the snapshot counts.
-                let base = snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid);
-                let committed = self.log.read_after(base)?;
-                let history = PeerInput::History {
-                    base,
-                    committed,
-                    snapshot,
-                };
-                self.core.handle(now, history);
+                let learner = *learner;
+                self.core
+                    .handle(now, PeerInput::SnapshotRead { learner, snapshot });
             }
             // The network's and the observers' part: the simulator's.
             _ => {}

@@ -21,7 +21,7 @@ use crate::peer::sessions::SessionId;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, StoreError};
 use crate::transport::{Transport, TransportEvent};
-use crate::txnlog::{SnapshotPolicy, TxnLog, TxnLogError};
+use crate::txnlog::{read_committed_window, read_for_sync, SnapshotPolicy, TxnLog, TxnLogError};
 use crate::types::ServerId;
 use crate::zxid::Zxid;
 
@@ -477,14 +477,28 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                         let zxid = r.snapshot()?;
                         debug!(sid, %zxid, "snapshot taken, log compacted");
                     }
-                    PeerAction::LoadHistory => {
-                        let (base, committed, snapshot) = r.history()?;
-                        let history = PeerInput::History {
-                            base,
-                            committed,
-                            snapshot,
-                        };
+                    PeerAction::LoadHistory { max } => {
+                        let (base, committed) = read_committed_window(r.log.as_ref(), max)
+                            .map_err(ReplicationError::from)?;
+                        let history = PeerInput::History { base, committed };
                         self.core.handle(Instant::now(), history);
+                    }
+                    PeerAction::ReadLog {
+                        learner,
+                        after,
+                        upto,
+                        max_bytes,
+                        max_txns,
+                    } => {
+                        let read = read_for_sync(r.log.as_ref(), after, upto, max_bytes, max_txns)
+                            .map_err(ReplicationError::from)?;
+                        self.core
+                            .handle(Instant::now(), PeerInput::LogRead { learner, read });
+                    }
+                    PeerAction::ReadSnapshot(learner) => {
+                        let snapshot = r.log.latest_snapshot().map_err(ReplicationError::from)?;
+                        let input = PeerInput::SnapshotRead { learner, snapshot };
+                        self.core.handle(Instant::now(), input);
                     }
                     other => debug!(sid, action = ?other, "action not carried out"),
                 }
