@@ -104,6 +104,10 @@ pub struct Stats {
     pub writes: usize,
     pub snapshots: usize,
     pub snap_syncs: usize,
+    /// Leader probes of its log for a learner older than its in-memory window.
+    pub log_probes: usize,
+    /// Chunks of a DIFF or TRUNC the leader read from its log.
+    pub log_chunks: usize,
     pub sim_time: Duration,
 }
 
@@ -114,6 +118,8 @@ pub struct Setup {
     pub voters: usize,
     pub observers: usize,
     pub options: LearnerOptions,
+    /// The leaders' in-memory window of committed transactions (`commitLogCount`).
+    pub commit_log_count: usize,
 }
 
 pub struct ZabSim {
@@ -167,7 +173,8 @@ impl ZabSim {
             let cfg = PeerConfig::new(ServerId(*id), lt, qv.clone())
                 .with_election(config.clone())
                 .with_timing(timing)
-                .with_learner_options(setup.options);
+                .with_learner_options(setup.options)
+                .with_commit_log_count(setup.commit_log_count);
             nodes.insert(
                 ServerId(*id),
                 Node {
