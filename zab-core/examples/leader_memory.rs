@@ -160,8 +160,13 @@ impl Server {
         let cfg = PeerConfig::new(ServerId(id), LearnerType::Participant, quorum)
             .with_connect_grace(Duration::ZERO);
         let log = FileTxnLog::open(dir.join(format!("s{id}")), FsyncPolicy::OnSync).expect("log");
-        let mut core = PeerCore::new(cfg, PersistedEpochs::default()).with_log(Zxid::ZERO, Zxid::ZERO);
-        let every = if snap_count == 0 { u64::MAX } else { snap_count };
+        let mut core =
+            PeerCore::new(cfg, PersistedEpochs::default()).with_log(Zxid::ZERO, Zxid::ZERO);
+        let every = if snap_count == 0 {
+            u64::MAX
+        } else {
+            snap_count
+        };
         core.set_snapshot_policy(SnapshotPolicy::every(every));
         Self {
             id: ServerId(id),
@@ -202,7 +207,10 @@ impl Server {
             }
             PeerAction::Truncate(z) => {
                 self.log.truncate(z).expect("truncate");
-                assert!(self.sm.last_applied() <= z, "no applied transaction is cut here");
+                assert!(
+                    self.sm.last_applied() <= z,
+                    "no applied transaction is cut here"
+                );
             }
             PeerAction::RestoreSnapshot(s) => {
                 self.log.clear().expect("clear");
@@ -234,7 +242,8 @@ impl Server {
             }
             PeerAction::LoadHistory { max } => {
                 let (base, committed) = read_committed_window(&self.log, max).expect("read");
-                self.core.handle(now, PeerInput::History { base, committed });
+                self.core
+                    .handle(now, PeerInput::History { base, committed });
             }
             read @ PeerAction::ReadLog { .. } => self.held_reads.push(read),
             PeerAction::ReadSnapshot(learner) => {
@@ -305,11 +314,19 @@ impl Ensemble {
             .map(|(s, _)| *s)
             .collect();
         for o in &others {
-            self.servers.get_mut(o).unwrap().core.handle(now, PeerInput::ElectionConnected(id));
+            self.servers
+                .get_mut(o)
+                .unwrap()
+                .core
+                .handle(now, PeerInput::ElectionConnected(id));
             let s = self.servers.get_mut(&id).unwrap();
             s.core.handle(now, PeerInput::ElectionConnected(*o));
         }
-        self.servers.get_mut(&id).unwrap().core.handle(now, PeerInput::Start);
+        self.servers
+            .get_mut(&id)
+            .unwrap()
+            .core
+            .handle(now, PeerInput::Start);
     }
 
     /// Runs every server's actions and delivers the wire until quiet; then one group commit
@@ -454,7 +471,10 @@ fn main() {
         if s2.core.status().epoch.is_some() && s2.sm.last_applied() >= last {
             break;
         }
-        assert!(Instant::now() < deadline, "server 2 did not catch up within 600 s");
+        assert!(
+            Instant::now() < deadline,
+            "server 2 did not catch up within 600 s"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let took = t0.elapsed();

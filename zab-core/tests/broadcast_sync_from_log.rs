@@ -76,7 +76,7 @@ fn pump(
                     } else {
                         reads.chunks.push((read.txns.len(), read.weight));
                     }
-                    leader.log_read(learner, read);
+                    leader.log_read(t, learner, read);
                 }
                 DiscoveryAction::ReadSnapshot(learner) => {
                     reads.snapshots += 1;

@@ -58,7 +58,7 @@ enum Stage {
 pub const LOG_READ_CHUNK_BYTES: u64 = 4 << 20;
 
 /// Most transactions asked in one [`DiscoveryAction::ReadLog`] chunk (two packets each).
-pub const LOG_READ_CHUNK_TXNS: usize = 1024;
+pub const LOG_READ_CHUNK_TXNS: usize = 512;
 
 #[derive(Debug)]
 struct Learner {
@@ -389,11 +389,17 @@ impl LeaderDiscovery {
         self.send(to, QuorumPacket::new(packet_type::COMMIT, t.zxid.0));
     }
 
-    /// The answer to a [`DiscoveryAction::ReadLog`] for `learner`. One that no longer fits
-    /// the learner's sync (it left, or started over) is ignored.
-    pub fn log_read(&mut self, learner: ServerId, read: LogRead) {
+    /// The answer, at `now`, to a [`DiscoveryAction::ReadLog`] for `learner`. One that no
+    /// longer fits the learner's sync (it left, or started over) is ignored. A learner whose
+    /// sync goes on counts as alive: its driver answers the next read once the learner took
+    /// in what was sent before (see `QuorumPeer`), and the learner sends nothing until its
+    /// sync is complete.
+    pub fn log_read(&mut self, now: Instant, learner: ServerId, read: LogRead) {
         if self.phase == Phase::Abandoned {
             return;
+        }
+        if let Some(l) = self.learners.get_mut(&learner).filter(|l| l.sync.is_some()) {
+            l.last_heard = now;
         }
         let Some(h) = self.history.as_ref() else {
             return;

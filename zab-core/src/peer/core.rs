@@ -311,7 +311,7 @@ impl PeerCore {
             }
             PeerInput::LogRead { learner, read } => {
                 if let Role::Leader(d) = &mut self.role {
-                    d.log_read(learner, read);
+                    d.log_read(now, learner, read);
                 }
             }
             PeerInput::SnapshotRead { learner, snapshot } => {
