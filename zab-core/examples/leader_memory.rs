@@ -217,11 +217,7 @@ impl Server {
                 self.sm.restore(&s).expect("restore");
                 self.log.save_snapshot(&s).expect("save");
             }
-            PeerAction::Apply(t) => {
-                if t.zxid > self.sm.last_applied() {
-                    self.sm.apply(&t);
-                }
-            }
+            PeerAction::Apply(t) if t.zxid > self.sm.last_applied() => self.sm.apply(&t),
             PeerAction::CommitLogged(z) => {
                 let sm = &mut self.sm;
                 let from = sm.last_applied();
@@ -301,6 +297,8 @@ struct Ensemble {
     up: BTreeMap<ServerId, bool>,
     wire: Wire,
     stats: SyncStats,
+    /// The most messages on the wire at once.
+    wire_peak: usize,
 }
 
 impl Ensemble {
@@ -343,6 +341,7 @@ impl Ensemble {
                     s.drain(now, &mut self.wire, &mut self.stats);
                 }
             }
+            self.wire_peak = self.wire_peak.max(self.wire.len());
             while let Some((from, to, msg)) = self.wire.pop_front() {
                 moved = true;
                 if !self.up[&to] {
@@ -405,6 +404,7 @@ fn main() {
         up: (1..=3).map(|id| (ServerId(id), false)).collect(),
         wire: VecDeque::new(),
         stats: SyncStats::default(),
+        wire_peak: 0,
     };
     e.start(ServerId(1));
     e.start(ServerId(3));
@@ -461,6 +461,7 @@ fn main() {
     // Server 2 comes back with nothing.
     let before = live_bytes();
     let mut peak = before;
+    e.wire_peak = 0;
     let t0 = Instant::now();
     e.start(ServerId(2));
     let deadline = t0 + Duration::from_secs(600);
@@ -488,8 +489,12 @@ fn main() {
         e.stats.snapshots
     );
     println!(
-        "live heap during the catch-up: {:.2} MiB before, {:.2} MiB at most (whole process: three servers and the wire)",
+        "live heap during the catch-up: {:.2} MiB before, {:.2} MiB at most (whole process: three servers and the wire); at most {} messages on the wire at once",
         mib(before),
-        mib(peak)
+        mib(peak),
+        e.wire_peak
+    );
+    println!(
+        "(the learner holds what it is synced until NEWLEADER, as ZooKeeper's packetsNotCommitted: the rest of that peak is the learner's)"
     );
 }
