@@ -9,7 +9,7 @@
 //!
 //! Three [`PeerCore`]s in one thread, each with a [`FileTxnLog`] in its own temporary directory
 //! (no fsync: `FsyncPolicy::OnSync`, one sync per round) and a state machine of bounded size
-//! (a table of 4,096 slots of the last 16-byte payload written there, 96 KiB as a snapshot).
+//! (a table of 4,096 slots of the last 16-byte payload written there, 64 KiB as a snapshot).
 //! Their actions are carried out in order, as [`PeerAction`] asks; packets and notifications
 //! go through an in-process wire that is drained every round. Server 2 stays down while
 //! servers 1 and 3 elect 3 and it commits `--writes` writes of 16 bytes, proposed in rounds of
