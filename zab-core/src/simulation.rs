@@ -3,7 +3,8 @@
 //! a crash (the log's unsynced tail does not) and a recording state machine that does not.
 //!
 //! It carries out the storage half of the core's actions itself, exactly as the contract of
-//! [`PeerAction`] asks, and hands every action back to the simulator ([`Carried`]) so that it
+//! [`PeerAction`] asks (a leader's log and snapshot reads for a learner's sync are answered at
+//! once), and hands every action back to the simulator ([`Carried`]) so that it
 //! carries the network half (sends, closes, refusals) and checks its invariants. A log append
 //! stays unsynced until the simulator calls [`SimServer::flush`], so a crash can fall between
 //! a write and its fsync. Every production composition (stashed learner packets, kept LOOKING
