@@ -48,8 +48,9 @@ async fn start(
     .unwrap();
     let mut cfg = config(sid, &[1, 2, 3], &[]);
     cfg.quorum = qv;
-    // initLimit covers the learner's whole sync (a debug build's 12,000 transactions).
-    cfg.timing = Timing::new(Duration::from_millis(100), 300, 5);
+    // tick 100 ms, initLimit 10, syncLimit 5: initLimit bounds the wait for each packet of
+    // the sync, not the whole sync.
+    cfg.timing = Timing::new(Duration::from_millis(100), 10, 5);
     QuorumPeer::new(cfg, t, MemoryElectionStore::default())
         .await
         .unwrap()
