@@ -56,6 +56,9 @@ pub struct SimServer {
     sm: RecordingStateMachine,
     unsynced: Option<Zxid>,
     status: PeerStatus,
+    /// Answer a leader's log reads only when asked ([`answer_deferred_reads`](Self::answer_deferred_reads)).
+    defer_reads: bool,
+    deferred: Vec<PeerAction>,
 }
 
 impl SimServer {
@@ -87,7 +90,44 @@ impl SimServer {
             sm,
             unsynced: None,
             status: PeerStatus::LOOKING,
+            defer_reads: false,
+            deferred: Vec::new(),
         }
+    }
+
+    /// With `on`, a leader's [`PeerAction::ReadLog`] is not answered when carried out but
+    /// kept until [`answer_deferred_reads`](Self::answer_deferred_reads), as an embedder that
+    /// paces a learner's sync by its connection does (the contract lets an answer come later,
+    /// with other inputs between). Kept across [`restart`](Self::restart); the reads kept are
+    /// lost with a crash.
+    pub fn set_deferred_reads(&mut self, on: bool) {
+        self.defer_reads = on;
+    }
+
+    /// Whether log reads wait for [`answer_deferred_reads`](Self::answer_deferred_reads).
+    pub fn has_deferred_reads(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Reads the log now for every deferred [`PeerAction::ReadLog`] and gives the core the
+    /// answers, in the order asked; returns how many.
+    pub fn answer_deferred_reads(&mut self, now: Instant) -> Result<usize, SimError> {
+        let reads = std::mem::take(&mut self.deferred);
+        let n = reads.len();
+        for a in reads {
+            if let PeerAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            } = a
+            {
+                let read = read_for_sync(&self.log, after, upto, max_bytes, max_txns)?;
+                self.core.handle(now, PeerInput::LogRead { learner, read });
+            }
+        }
+        Ok(n)
     }
 
     fn core_for(
@@ -165,8 +205,9 @@ impl SimServer {
 
     /// A new process from the durable state (after [`crash`](Self::crash)).
     pub fn restart(&mut self) {
-        let fresh =
+        let mut fresh =
             Self::from_durable(self.cfg.clone(), self.policy, self.log.clone(), self.epochs);
+        fresh.defer_reads = self.defer_reads;
         *self = fresh;
     }
 
@@ -223,6 +264,9 @@ impl SimServer {
                 let (base, committed) = read_committed_window(&self.log, *max)?;
                 self.core
                     .handle(now, PeerInput::History { base, committed });
+            }
+            read @ PeerAction::ReadLog { .. } if self.defer_reads => {
+                self.deferred.push(read.clone());
             }
             PeerAction::ReadLog {
                 learner,

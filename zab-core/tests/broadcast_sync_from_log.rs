@@ -316,3 +316,59 @@ fn a_file_log_read_in_chunks_gives_every_transaction_once_across_segments_append
     assert_eq!(r.txns, again);
     assert!(r.complete);
 }
+
+#[test]
+fn z_learner_whose_transactions_all_lie_below_a_log_never_compacted_is_truncated_to_zero() {
+    // The leader's log holds its whole history (no snapshot), which starts in epoch 2: the
+    // learner's epoch-1 proposals were never committed.
+    let t = Instant::now();
+    let mut log = MemoryTxnLog::new();
+    log.append(&(1..=1000).map(|c| txn(2, c)).collect::<Vec<_>>())
+        .unwrap();
+    let (mut leader, mut learners) = ensemble(
+        t,
+        &log,
+        epochs(2, Zxid::new(2, 1000)),
+        [epochs(1, Zxid::new(1, 6)), epochs(2, Zxid::new(2, 1000))],
+    );
+    let mut reads = Reads::default();
+    let received = pump(t, &mut leader, &log, &mut learners, &mut reads);
+    assert!(leader.is_established());
+    let (kind, to, proposals, newleader_last) = sync_of(&received[&1]);
+    assert_eq!((kind, to), (packet_type::TRUNC, 0));
+    assert_eq!(proposals, zxids(2, 1..=1000));
+    assert!(newleader_last);
+    assert_eq!(reads.snapshots, 0);
+}
+
+#[test]
+fn z_learner_with_an_abandoned_epoch_between_the_snapshot_and_the_log_is_truncated_to_the_snapshot()
+{
+    // Snapshot at 2:100 (the log compacted up to it), then epoch 4; the learner logged
+    // proposals of epoch 3 that no quorum took.
+    let t = Instant::now();
+    let mut log = MemoryTxnLog::new();
+    log.append(&(1..=100).map(|c| txn(2, c)).collect::<Vec<_>>())
+        .unwrap();
+    log.save_snapshot(&Snapshot {
+        zxid: Zxid::new(2, 100),
+        data: vec![3u8; 1 << 20].into(),
+    })
+    .unwrap();
+    log.purge(Zxid::new(2, 100)).unwrap();
+    log.append(&(1..=1000).map(|c| txn(4, c)).collect::<Vec<_>>())
+        .unwrap();
+    let (mut leader, mut learners) = ensemble(
+        t,
+        &log,
+        epochs(4, Zxid::new(4, 1000)),
+        [epochs(3, Zxid::new(3, 5)), epochs(4, Zxid::new(4, 1000))],
+    );
+    let mut reads = Reads::default();
+    let received = pump(t, &mut leader, &log, &mut learners, &mut reads);
+    assert!(leader.is_established());
+    let (kind, to, proposals, _) = sync_of(&received[&1]);
+    assert_eq!((kind, to), (packet_type::TRUNC, Zxid::new(2, 100).0));
+    assert_eq!(proposals, zxids(4, 1..=1000));
+    assert_eq!(reads.snapshots, 0);
+}

@@ -81,6 +81,21 @@ enum LogSync {
     Snapshot,
 }
 
+/// For a learner whose last zxid `peer_last` is not a point of our history the log continues
+/// from (a transaction of an abandoned epoch): the newest point below it that we share, from
+/// which the log goes on. The newest logged zxid below it; else, when the log holds everything
+/// after the newest snapshot and the snapshot is older than the learner, the snapshot's zxid;
+/// else, with no snapshot (the log holds the whole history), zero. `None`: the learner is older
+/// than the log reaches (a SNAP).
+fn shared_point(read: &LogRead, peer_last: Zxid) -> Option<Zxid> {
+    match (read.prev, read.snapshot) {
+        (Some(p), _) => Some(p),
+        (None, None) => Some(Zxid::ZERO),
+        (None, Some(s)) if s.zxid < peer_last => Some(s.zxid),
+        (None, Some(_)) => None,
+    }
+}
+
 /// The leader's committed history in memory: the newest committed transactions (at most
 /// `capacity`, ZooKeeper's `committedLog` of `commitLogCount`), after `base`. Older ones are
 /// read from the log.
@@ -424,9 +439,9 @@ impl LeaderDiscovery {
                     }
                     self.send(learner, QuorumPacket::new(packet_type::DIFF, peer_last.0));
                     self.continue_log_sync(learner, peer_last);
-                } else if let Some(shared) = read.prev {
-                    // Within our log but not one of ours: a transaction of an abandoned
-                    // epoch. Cut the learner back to the last zxid we share.
+                } else if let Some(shared) = shared_point(&read, peer_last) {
+                    // Not one of ours but within the history the log holds: a transaction of
+                    // an abandoned epoch. Cut the learner back to the last zxid we share.
                     self.send(learner, QuorumPacket::new(packet_type::TRUNC, shared.0));
                     self.continue_log_sync(learner, shared);
                 } else {
