@@ -42,10 +42,11 @@ struct Args {
     behind: Option<u32>,
 }
 
+/// Bytes allocated and not freed (`stats_alloc` already counts a realloc's growth in
+/// `bytes_allocated` and its shrinking in `bytes_deallocated`).
 fn live_bytes() -> usize {
     let s = GLOBAL.stats();
-    (s.bytes_allocated + s.bytes_reallocated.max(0) as usize)
-        .saturating_sub(s.bytes_deallocated + (-s.bytes_reallocated.min(0)) as usize)
+    s.bytes_allocated.saturating_sub(s.bytes_deallocated)
 }
 
 fn vm_hwm_kib() -> Option<u64> {

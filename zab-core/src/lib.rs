@@ -16,7 +16,10 @@
 //!   [`broadcast`] (discovery drives broadcast; broadcast imports only the packets).
 //! - [`discovery`]: the leader and learner state machines that fix a new epoch (Z1, Z5).
 //! - [`broadcast`]: recovery (DIFF / TRUNC / SNAP sync, ZooKeeper's `snapshotSizeFactor`
-//!   choice, snapshots of any size in 1 MiB chunks) and atomic broadcast, sans-IO.
+//!   choice, snapshots of any size in 1 MiB chunks) and atomic broadcast, sans-IO. A leader
+//!   keeps only its newest `commitLogCount` committed transactions in memory (ZooKeeper's
+//!   `committedLog`) and syncs a learner further behind from its log, read in bounded chunks
+//!   by its embedder (`peer::PeerAction::ReadLog`), paced by the learner's connection.
 //! - [`txnlog`]: the transaction log trait ([`txnlog::TxnLog`]) with in-memory and file
 //!   implementations (the file log in segments named by their first zxid, CRC per record,
 //!   torn-tail recovery, atomic snapshots, purge of whole segments below the retained
@@ -184,9 +187,11 @@
 //!                 s.applied.extend(newly.cloned().collect::<Vec<_>>());
 //!             }
 //!             PeerAction::Truncate(z) => s.log.retain(|t| t.zxid <= z),
-//!             PeerAction::LoadHistory => {
+//!             PeerAction::LoadHistory { .. } => {
+//!                 // The whole log (the core keeps the newest `max`); fewer than that are ever
+//!                 // written here, so no learner is synced from the log (`ReadLog`).
 //!                 let committed = s.log.clone();
-//!                 let history = PeerInput::History { base: Zxid::ZERO, committed, snapshot: None };
+//!                 let history = PeerInput::History { base: Zxid::ZERO, committed };
 //!                 s.core.handle(now, history);
 //!             }
 //!             // The epochs live in the core's memory here (nobody restarts); connecting,

@@ -3,7 +3,8 @@
 //! a crash (the log's unsynced tail does not) and a recording state machine that does not.
 //!
 //! It carries out the storage half of the core's actions itself, exactly as the contract of
-//! [`PeerAction`] asks, and hands every action back to the simulator ([`Carried`]) so that it
+//! [`PeerAction`] asks (a leader's log and snapshot reads for a learner's sync are answered at
+//! once), and hands every action back to the simulator ([`Carried`]) so that it
 //! carries the network half (sends, closes, refusals) and checks its invariants. A log append
 //! stays unsynced until the simulator calls [`SimServer::flush`], so a crash can fall between
 //! a write and its fsync. Every production composition (stashed learner packets, kept LOOKING
@@ -14,7 +15,10 @@ use std::time::Instant;
 use crate::peer::{PeerAction, PeerConfig, PeerCore, PeerInput, PeerStatus};
 use crate::state_machine::{RecordingStateMachine, SnapshotError, StateMachine};
 use crate::store::PersistedEpochs;
-use crate::txnlog::{FsyncPolicy, MemoryTxnLog, SnapshotPolicy, Txn, TxnLog, TxnLogError};
+use crate::txnlog::{
+    read_committed_window, read_for_sync, FsyncPolicy, MemoryTxnLog, SnapshotPolicy, Txn, TxnLog,
+    TxnLogError,
+};
 use crate::zxid::Zxid;
 
 /// Why a simulated server could not carry out an action (its log or snapshot is broken: a
@@ -52,6 +56,9 @@ pub struct SimServer {
     sm: RecordingStateMachine,
     unsynced: Option<Zxid>,
     status: PeerStatus,
+    /// Answer a leader's log reads only when asked ([`answer_deferred_reads`](Self::answer_deferred_reads)).
+    defer_reads: bool,
+    deferred: Vec<PeerAction>,
 }
 
 impl SimServer {
@@ -83,7 +90,44 @@ impl SimServer {
             sm,
             unsynced: None,
             status: PeerStatus::LOOKING,
+            defer_reads: false,
+            deferred: Vec::new(),
         }
+    }
+
+    /// With `on`, a leader's [`PeerAction::ReadLog`] is not answered when carried out but
+    /// kept until [`answer_deferred_reads`](Self::answer_deferred_reads), as an embedder that
+    /// paces a learner's sync by its connection does (the contract lets an answer come later,
+    /// with other inputs between). Kept across [`restart`](Self::restart); the reads kept are
+    /// lost with a crash.
+    pub fn set_deferred_reads(&mut self, on: bool) {
+        self.defer_reads = on;
+    }
+
+    /// Whether log reads wait for [`answer_deferred_reads`](Self::answer_deferred_reads).
+    pub fn has_deferred_reads(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Reads the log now for every deferred [`PeerAction::ReadLog`] and gives the core the
+    /// answers, in the order asked; returns how many.
+    pub fn answer_deferred_reads(&mut self, now: Instant) -> Result<usize, SimError> {
+        let reads = std::mem::take(&mut self.deferred);
+        let n = reads.len();
+        for a in reads {
+            if let PeerAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            } = a
+            {
+                let read = read_for_sync(&self.log, after, upto, max_bytes, max_txns)?;
+                self.core.handle(now, PeerInput::LogRead { learner, read });
+            }
+        }
+        Ok(n)
     }
 
     fn core_for(
@@ -161,8 +205,9 @@ impl SimServer {
 
     /// A new process from the durable state (after [`crash`](Self::crash)).
     pub fn restart(&mut self) {
-        let fresh =
+        let mut fresh =
             Self::from_durable(self.cfg.clone(), self.policy, self.log.clone(), self.epochs);
+        fresh.defer_reads = self.defer_reads;
         *self = fresh;
     }
 
@@ -215,18 +260,30 @@ impl SimServer {
                 self.log.save_snapshot(&s)?;
                 self.log.purge(s.zxid)?;
             }
-            PeerAction::LoadHistory => {
+            PeerAction::LoadHistory { max } => {
+                let (base, committed) = read_committed_window(&self.log, *max)?;
+                self.core
+                    .handle(now, PeerInput::History { base, committed });
+            }
+            read @ PeerAction::ReadLog { .. } if self.defer_reads => {
+                self.deferred.push(read.clone());
+            }
+            PeerAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            } => {
+                let read = read_for_sync(&self.log, *after, *upto, *max_bytes, *max_txns)?;
+                let learner = *learner;
+                self.core.handle(now, PeerInput::LogRead { learner, read });
+            }
+            PeerAction::ReadSnapshot(learner) => {
                 let snapshot = self.log.latest_snapshot()?;
-                // Everything up to the newest snapshot is served by it: a purged log no longer
-                // reaches back to the first transaction, so only what follows the snapshot counts.
-                let base = snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid);
-                let committed = self.log.read_after(base)?;
-                let history = PeerInput::History {
-                    base,
-                    committed,
-                    snapshot,
-                };
-                self.core.handle(now, history);
+                let learner = *learner;
+                self.core
+                    .handle(now, PeerInput::SnapshotRead { learner, snapshot });
             }
             // The network's and the observers' part: the simulator's.
             _ => {}

@@ -76,7 +76,7 @@ fn zookeeper_3104_and_3911_discovery_syncs_learners_from_the_leaders_history() {
     let qv = Arc::new(QuorumMaj::with_ids([1, 2, 3], []));
     let history = vec![txn(1, 1), txn(1, 2), txn(1, 3)];
     let mut leader = LeaderDiscovery::new(t, ServerId(3), qv, epochs(1, Zxid::new(1, 3)), timing());
-    leader.set_history(Zxid::ZERO, history, None);
+    leader.set_history(Zxid::ZERO, history);
     let mut learners = BTreeMap::new();
     // 1 has a prefix of the history; 2 has nothing.
     for (sid, last) in [(1, Zxid::new(1, 1)), (2, Zxid::ZERO)] {
@@ -160,7 +160,7 @@ fn discovery_truncates_a_learner_ahead_of_the_leaders_history() {
     // The leader's epoch-2 history; learner 1 still holds (1, 3) from epoch 1, never committed.
     let history = vec![txn(1, 1), txn(1, 2), txn(2, 1)];
     let mut leader = LeaderDiscovery::new(t, ServerId(3), qv, epochs(2, Zxid::new(2, 1)), timing());
-    leader.set_history(Zxid::ZERO, history, None);
+    leader.set_history(Zxid::ZERO, history);
     let mut learners = BTreeMap::new();
     learners.insert(
         1,

@@ -132,12 +132,12 @@ impl Ensemble {
                 PeerAction::SyncLog => {
                     self.unsynced.remove(&sid);
                 }
-                PeerAction::LoadHistory => {
+                PeerAction::LoadHistory { .. } => {
+                    // (the core keeps the newest `max` of them)
                     let committed = log.clone();
                     let history = PeerInput::History {
                         base: Zxid::ZERO,
                         committed,
-                        snapshot: None,
                     };
                     self.cores.get_mut(&sid).expect("core").handle(now, history);
                 }

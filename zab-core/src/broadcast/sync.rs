@@ -45,19 +45,122 @@ pub const COMMIT_LOG_COUNT: usize = 500;
 /// with its `sizeLimit`).
 pub const SNAPSHOT_SIZE_FACTOR: f64 = 0.33;
 
+/// What sending `t` in a DIFF costs: its payload and a PROPOSAL and COMMIT packet header
+/// (about the 12 bytes of type and zxid and 4 of data length each), as ZooKeeper weighs a
+/// DIFF by its log file size.
+pub fn sync_weight(t: &Txn) -> u64 {
+    t.data.len() as u64 + 2 * 16
+}
+
+/// Whether a DIFF of `count` transactions weighing `weight` ([`sync_weight`]) costs more
+/// than [`SNAPSHOT_SIZE_FACTOR`] of a snapshot of `snapshot_size` bytes; only considered
+/// beyond `window` ([`COMMIT_LOG_COUNT`]) transactions.
+pub fn diff_exceeds_snapshot_factor(
+    count: u64,
+    weight: u64,
+    snapshot_size: u64,
+    window: usize,
+) -> bool {
+    count > window as u64 && weight as f64 > snapshot_size as f64 * SNAPSHOT_SIZE_FACTOR
+}
+
 /// Whether sending `lacking` as a DIFF costs more than [`SNAPSHOT_SIZE_FACTOR`] of
 /// `snapshot` (only considered beyond [`COMMIT_LOG_COUNT`] transactions).
 fn diff_too_large(lacking: &[Txn], snapshot: &Snapshot) -> bool {
-    if lacking.len() <= COMMIT_LOG_COUNT {
-        return false;
+    let diff: u64 = lacking.iter().map(sync_weight).fold(0, u64::saturating_add);
+    diff_exceeds_snapshot_factor(
+        lacking.len() as u64,
+        diff,
+        snapshot.data.len() as u64,
+        COMMIT_LOG_COUNT,
+    )
+}
+
+/// A snapshot's zxid and size, without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// The last transaction the snapshot contains.
+    pub zxid: Zxid,
+    /// The size of its data in bytes.
+    pub size: u64,
+}
+
+/// What the embedder read from its transaction log for a learner's sync: the answer to
+/// [`PeerAction::ReadLog`](crate::peer::PeerAction::ReadLog), given with
+/// [`PeerInput::LogRead`](crate::peer::PeerInput::LogRead). Facts only; the leader's core
+/// decides DIFF, TRUNC or SNAP from them. Build it with
+/// [`read_for_sync`](crate::txnlog::read_for_sync) from any [`TxnLog`](crate::txnlog::TxnLog).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogRead {
+    /// The request's `after`.
+    pub after: Zxid,
+    /// The request's `upto`.
+    pub upto: Zxid,
+    /// The zxid of the oldest transaction still in the log, if any.
+    pub first: Option<Zxid>,
+    /// A probe's: the newest logged zxid at or below `after`, if the log holds any (`None`
+    /// for a read).
+    pub prev: Option<Zxid>,
+    /// The newest snapshot, if any.
+    pub snapshot: Option<SnapshotInfo>,
+    /// How many logged transactions lie in `(after, upto]` (a probe, `max_bytes == 0`) or
+    /// were read (`txns.len()`).
+    pub count: u64,
+    /// Their [`sync_weight`], summed.
+    pub weight: u64,
+    /// The transactions read, in order (none for a probe).
+    pub txns: Vec<Txn>,
+    /// Every logged transaction of `(after, upto]` is in `txns` (always `true` for a probe).
+    pub complete: bool,
+}
+
+impl LogRead {
+    /// A read result, for embedders that read their log themselves.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        after: Zxid,
+        upto: Zxid,
+        first: Option<Zxid>,
+        prev: Option<Zxid>,
+        snapshot: Option<SnapshotInfo>,
+        count: u64,
+        weight: u64,
+        txns: Vec<Txn>,
+        complete: bool,
+    ) -> Self {
+        Self {
+            after,
+            upto,
+            first,
+            prev,
+            snapshot,
+            count,
+            weight,
+            txns,
+            complete,
+        }
     }
-    // Each transaction costs its payload and a PROPOSAL and COMMIT packet header (about the
-    // 12 bytes of type and zxid and 4 of data length each), as in ZooKeeper's log file size.
-    let diff: u64 = lacking
-        .iter()
-        .map(|t| t.data.len() as u64 + 2 * 16)
-        .fold(0, u64::saturating_add);
-    diff as f64 > snapshot.data.len() as f64 * SNAPSHOT_SIZE_FACTOR
+
+    /// A probe's answer: whether `after` is a point of this server's history from which
+    /// the log continues without a gap: it is logged, or is the newest snapshot's zxid (the
+    /// log keeps everything after it), or is zero with no snapshot (nothing was ever
+    /// compacted).
+    pub fn continues_from_after(&self) -> bool {
+        self.prev == Some(self.after)
+            || self.snapshot.is_some_and(|s| s.zxid == self.after)
+            || (self.after == Zxid::ZERO && self.snapshot.is_none())
+    }
+
+    /// Whether the log still holds everything after `z`, a point of the history it held
+    /// everything after before (a position reached in earlier reads): compaction only drops
+    /// a prefix, so it does while it keeps a transaction at or below `z`, or `z` is the newest
+    /// snapshot's zxid, or zero with no snapshot.
+    pub fn still_reaches(&self, z: Zxid) -> bool {
+        self.first.is_some_and(|f| f <= z)
+            || self.snapshot.is_some_and(|s| s.zxid == z)
+            || (z == Zxid::ZERO && self.snapshot.is_none())
+    }
 }
 
 /// Chooses DIFF, TRUNC or SNAP for a learner whose last logged zxid is `peer_last`.

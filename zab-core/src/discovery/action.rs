@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::broadcast::BroadcastAction;
 use crate::packet::QuorumPacket;
 use crate::types::ServerId;
+use crate::zxid::Zxid;
 
 /// One step for the driver, carried out in order. A `Persist*` must be durable before any
 /// later action is carried out (a `Send` after it may acknowledge the persisted epoch).
@@ -34,6 +35,25 @@ pub enum DiscoveryAction {
     /// the others. Never a `Send`, `PersistCurrentEpoch`, `Established` or `Abandon`: those
     /// are mapped to the variants above.
     Zab(BroadcastAction),
+    /// The leader syncs `learner` from its transaction log: read the logged transactions of
+    /// `(after, upto]` (at most `max_bytes` of [`sync_weight`](crate::broadcast::sync_weight)
+    /// and `max_txns` of them; `max_bytes == 0` only counts them) and give the result to
+    /// [`LeaderDiscovery::log_read`](super::LeaderDiscovery::log_read).
+    ReadLog {
+        /// The learner being synced.
+        learner: ServerId,
+        /// Read after this zxid.
+        after: Zxid,
+        /// Up to and including this zxid.
+        upto: Zxid,
+        /// At most this weight; zero for a probe that only counts.
+        max_bytes: u64,
+        /// At most this many transactions.
+        max_txns: usize,
+    },
+    /// The leader syncs `learner` by SNAP: read the newest snapshot and give it to
+    /// [`LeaderDiscovery::snapshot_read`](super::LeaderDiscovery::snapshot_read).
+    ReadSnapshot(ServerId),
     /// Give up and go back to LOOKING (Z6, Z8).
     Abandon {
         /// Why.

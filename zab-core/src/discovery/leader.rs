@@ -6,8 +6,12 @@
 //!    send LEADERINFO.
 //! 2. Collect ACKEPOCH (`currentEpoch`, last zxid); a learner more recent than us is refused.
 //!    Once a quorum acknowledged, persist `currentEpoch` and sync each learner: DIFF / TRUNC /
-//!    SNAP chosen from the history given with [`LeaderDiscovery::set_history`] (an empty DIFF
-//!    without one), the transactions, then NEWLEADER (ZOOKEEPER-3104).
+//!    SNAP chosen from the in-memory window of the newest committed transactions given with
+//!    [`LeaderDiscovery::set_history`] (ZooKeeper's `committedLog`; an empty DIFF without
+//!    one), or, for a learner older than the window, from the transaction log read in chunks
+//!    through [`DiscoveryAction::ReadLog`] and the snapshot read through
+//!    [`DiscoveryAction::ReadSnapshot`] (`LearnerHandler.syncFollower`); the transactions,
+//!    then NEWLEADER (ZOOKEEPER-3104).
 //! 3. Once a quorum acknowledged NEWLEADER the epoch is established; send UPTODATE.
 //! 4. Ping every half tick; a learner silent for `syncLimit` ticks is dropped; without a quorum
 //!    of live learners the leader steps down. Nothing is established without a quorum within
@@ -21,7 +25,10 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::action::{DiscoveryAction, Timing};
-use crate::broadcast::{choose_sync, leader_sync_packets, BroadcastAction};
+use crate::broadcast::{
+    choose_sync, diff_exceeds_snapshot_factor, leader_sync_packets, snap_packets, sync_weight,
+    BroadcastAction, LogRead, COMMIT_LOG_COUNT,
+};
 use crate::packet::QuorumPacket;
 use crate::packet::{
     check_learner_claim, decode_i32_payload, i32_payload, packet_type, LEARNER_PROTOCOL_VERSION,
@@ -47,20 +54,78 @@ enum Stage {
     Synced,
 }
 
+/// Most [`sync_weight`] of transactions asked in one [`DiscoveryAction::ReadLog`] chunk.
+pub const LOG_READ_CHUNK_BYTES: u64 = 4 << 20;
+
+/// Most transactions asked in one [`DiscoveryAction::ReadLog`] chunk (two packets each).
+pub const LOG_READ_CHUNK_TXNS: usize = 512;
+
 #[derive(Debug)]
 struct Learner {
     stage: Stage,
     last_heard: Instant,
     /// The last zxid from its ACKEPOCH.
     last_zxid: i64,
+    /// Where its sync from the log stands, while one runs.
+    sync: Option<LogSync>,
 }
 
-/// The leader's committed history, from which learners are synchronised.
+/// A learner's sync from the transaction log, one read at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogSync {
+    /// Probed the log after the learner's last zxid.
+    Probing { peer_last: Zxid },
+    /// The DIFF, TRUNC or SNAP was sent, and every transaction up to `cursor`: reading on.
+    Reading { cursor: Zxid },
+    /// Waiting for the snapshot.
+    Snapshot,
+}
+
+/// For a learner whose last zxid `peer_last` is not a point of our history the log continues
+/// from (a transaction of an abandoned epoch): the newest point below it that we share, from
+/// which the log goes on. The newest logged zxid below it; else, when the log holds everything
+/// after the newest snapshot and the snapshot is older than the learner, the snapshot's zxid;
+/// else, with no snapshot (the log holds the whole history), zero. `None`: the learner is older
+/// than the log reaches (a SNAP).
+fn shared_point(read: &LogRead, peer_last: Zxid) -> Option<Zxid> {
+    match (read.prev, read.snapshot) {
+        (Some(p), _) => Some(p),
+        (None, None) => Some(Zxid::ZERO),
+        (None, Some(s)) if s.zxid < peer_last => Some(s.zxid),
+        (None, Some(_)) => None,
+    }
+}
+
+/// The leader's committed history in memory: the newest committed transactions (at most
+/// `capacity`, ZooKeeper's `committedLog` of `commitLogCount`), after `base`. Older ones are
+/// read from the log.
 #[derive(Debug, Clone)]
 struct History {
     base: Zxid,
-    committed: Vec<Txn>,
-    snapshot: Option<Snapshot>,
+    window: VecDeque<Txn>,
+    /// The window's [`sync_weight`].
+    weight: u64,
+    capacity: usize,
+}
+
+impl History {
+    fn last(&self) -> Zxid {
+        self.window.back().map_or(self.base, |t| t.zxid)
+    }
+
+    fn push(&mut self, t: Txn) {
+        if t.zxid <= self.last() {
+            return;
+        }
+        self.weight = self.weight.saturating_add(sync_weight(&t));
+        self.window.push_back(t);
+        while self.window.len() > self.capacity {
+            if let Some(old) = self.window.pop_front() {
+                self.weight = self.weight.saturating_sub(sync_weight(&old));
+                self.base = old.zxid;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +154,7 @@ pub struct LeaderDiscovery {
     next_ping: Instant,
     actions: VecDeque<DiscoveryAction>,
     history: Option<History>,
+    commit_log_count: usize,
 }
 
 impl LeaderDiscovery {
@@ -115,29 +181,51 @@ impl LeaderDiscovery {
             next_ping: now + timing.tick_time / 2,
             actions: VecDeque::new(),
             history: None,
+            commit_log_count: COMMIT_LOG_COUNT,
         };
         // A single-voter ensemble is its own quorum.
         d.try_propose_epoch();
         d
     }
 
-    /// Sets the committed history learners are synchronised from: every committed
-    /// transaction above `base`, in order, and the newest snapshot (needed for learners older
-    /// than `base`). Without it every learner gets an empty DIFF.
-    pub fn set_history(&mut self, base: Zxid, committed: Vec<Txn>, snapshot: Option<Snapshot>) {
-        self.history = Some(History {
-            base,
-            committed,
-            snapshot,
-        });
+    /// How many of the newest committed transactions the leader keeps in memory
+    /// (ZooKeeper's `commitLogCount`, default [`COMMIT_LOG_COUNT`]); set before
+    /// [`set_history`](Self::set_history). A learner missing no more than these gets a DIFF
+    /// from memory; one further behind is synced from the log.
+    pub fn set_commit_log_count(&mut self, n: usize) {
+        self.commit_log_count = n;
     }
 
-    /// Appends a transaction committed during broadcast to the history, so that a learner
-    /// that syncs later receives it.
+    /// Sets the committed history learners are synchronised from: the newest logged
+    /// transactions, in order, following `base` without a gap (only the newest
+    /// [`set_commit_log_count`](Self::set_commit_log_count) of them are kept). A learner older
+    /// than the window is synced from the log through [`DiscoveryAction::ReadLog`] and
+    /// [`DiscoveryAction::ReadSnapshot`]. Without a history every learner gets an empty DIFF.
+    pub fn set_history(&mut self, base: Zxid, committed: Vec<Txn>) {
+        let mut h = History {
+            base,
+            window: VecDeque::with_capacity(committed.len().min(self.commit_log_count)),
+            weight: 0,
+            capacity: self.commit_log_count,
+        };
+        for t in committed {
+            h.push(t);
+        }
+        self.history = Some(h);
+    }
+
+    /// Appends a transaction committed during broadcast to the in-memory window (the oldest
+    /// one leaves it beyond its capacity), so that a learner that syncs later receives it.
     pub fn push_committed(&mut self, txn: Txn) {
         if let Some(h) = self.history.as_mut() {
-            h.committed.push(txn);
+            h.push(txn);
         }
+    }
+
+    /// The zxid the in-memory window of committed transactions follows, and how many it
+    /// holds (while a history is set).
+    pub fn committed_window(&self) -> Option<(Zxid, usize)> {
+        self.history.as_ref().map(|h| (h.base, h.window.len()))
     }
 
     /// The proposed epoch, once a quorum's accepted epochs fixed it.
@@ -200,27 +288,33 @@ impl LeaderDiscovery {
         )
     }
 
-    fn send_newleader(&mut self, to: ServerId) {
-        let newleader = QuorumPacket::with_data(
+    fn newleader(&self) -> QuorumPacket {
+        QuorumPacket::with_data(
             packet_type::NEWLEADER,
             epoch_zxid(self.new_epoch),
             Bytes::from(self.qv.config_string()),
-        );
-        let packets = match &self.history {
+        )
+    }
+
+    fn send_newleader(&mut self, to: ServerId) {
+        let newleader = self.newleader();
+        let peer_last = Zxid(self.learners.get(&to).map_or(0, |l| l.last_zxid));
+        let packets = match self.history.as_mut() {
             // No history given: an empty DIFF, then NEWLEADER.
             None => vec![
                 QuorumPacket::new(packet_type::DIFF, self.own.last_zxid),
                 newleader,
             ],
+            Some(h) if peer_last < h.base => {
+                // Older than the window: LearnerHandler.syncFollower reads the log.
+                let upto = h.base;
+                self.start_log_sync(to, peer_last, upto);
+                return;
+            }
             Some(h) => {
-                let peer_last = Zxid(self.learners.get(&to).map_or(0, |l| l.last_zxid));
-                let Some(plan) = choose_sync(peer_last, h.base, &h.committed, h.snapshot.as_ref())
-                else {
-                    warn!(
-                        sid = to.0,
-                        zxid = peer_last.0,
-                        "no snapshot to sync learner, closing"
-                    );
+                let window = h.window.make_contiguous();
+                let Some(plan) = choose_sync(peer_last, h.base, window, None) else {
+                    warn!(sid = to.0, zxid = peer_last.0, "no sync plan, closing");
                     self.drop_learner(to);
                     return;
                 };
@@ -237,6 +331,181 @@ impl LeaderDiscovery {
         if let Some(l) = self.learners.get_mut(&to) {
             l.stage = Stage::NewLeaderSent;
         }
+    }
+
+    fn start_log_sync(&mut self, to: ServerId, peer_last: Zxid, upto: Zxid) {
+        let Some(l) = self.learners.get_mut(&to) else {
+            return;
+        };
+        debug!(
+            sid = to.0,
+            zxid = peer_last.0,
+            "learner older than the committed window: probing the log"
+        );
+        l.sync = Some(LogSync::Probing { peer_last });
+        self.actions.push_back(DiscoveryAction::ReadLog {
+            learner: to,
+            after: peer_last,
+            upto,
+            max_bytes: 0,
+            max_txns: 0,
+        });
+    }
+
+    fn set_sync(&mut self, to: ServerId, sync: Option<LogSync>) {
+        if let Some(l) = self.learners.get_mut(&to) {
+            l.sync = sync;
+        }
+    }
+
+    fn ask_snapshot(&mut self, to: ServerId) {
+        self.set_sync(to, Some(LogSync::Snapshot));
+        self.actions.push_back(DiscoveryAction::ReadSnapshot(to));
+    }
+
+    /// Everything up to `cursor` was sent to `to`: read the next chunk of the log, or send
+    /// the window's transactions after it and NEWLEADER.
+    fn continue_log_sync(&mut self, to: ServerId, cursor: Zxid) {
+        let Some(base) = self.history.as_ref().map(|h| h.base) else {
+            return;
+        };
+        if cursor < base {
+            self.set_sync(to, Some(LogSync::Reading { cursor }));
+            self.actions.push_back(DiscoveryAction::ReadLog {
+                learner: to,
+                after: cursor,
+                upto: base,
+                max_bytes: LOG_READ_CHUNK_BYTES,
+                max_txns: LOG_READ_CHUNK_TXNS,
+            });
+            return;
+        }
+        let Some(h) = self.history.as_ref() else {
+            return;
+        };
+        let i = h.window.partition_point(|t| t.zxid <= cursor);
+        let rest: Vec<Txn> = h.window.range(i..).cloned().collect();
+        for t in &rest {
+            self.send_txn(to, t);
+        }
+        let newleader = self.newleader();
+        self.send(to, newleader);
+        if let Some(l) = self.learners.get_mut(&to) {
+            l.sync = None;
+            l.stage = Stage::NewLeaderSent;
+        }
+    }
+
+    fn send_txn(&mut self, to: ServerId, t: &Txn) {
+        self.send(
+            to,
+            QuorumPacket::with_data(packet_type::PROPOSAL, t.zxid.0, t.data.clone()),
+        );
+        self.send(to, QuorumPacket::new(packet_type::COMMIT, t.zxid.0));
+    }
+
+    /// The answer, at `now`, to a [`DiscoveryAction::ReadLog`] for `learner`. One that no
+    /// longer fits the learner's sync (it left, or started over) is ignored. A learner whose
+    /// sync goes on counts as alive: its driver answers the next read once the learner took
+    /// in what was sent before (see `QuorumPeer`), and the learner sends nothing until its
+    /// sync is complete.
+    pub fn log_read(&mut self, now: Instant, learner: ServerId, read: LogRead) {
+        if self.phase == Phase::Abandoned {
+            return;
+        }
+        if let Some(l) = self.learners.get_mut(&learner).filter(|l| l.sync.is_some()) {
+            l.last_heard = now;
+        }
+        let Some(h) = self.history.as_ref() else {
+            return;
+        };
+        let (window_count, window_weight, last) = (h.window.len() as u64, h.weight, h.last());
+        let capacity = h.capacity;
+        match self.learners.get(&learner).and_then(|l| l.sync) {
+            Some(LogSync::Probing { peer_last }) if read.after == peer_last => {
+                if read.continues_from_after() {
+                    // ZooKeeper's getProposalsFromTxnLog with its size limit: a SNAP instead
+                    // of a DIFF that outweighs snapshotSizeFactor of the snapshot.
+                    let count = read.count.saturating_add(window_count);
+                    let weight = read.weight.saturating_add(window_weight);
+                    let snap_better = read.snapshot.is_some_and(|s| {
+                        s.zxid > peer_last
+                            && s.zxid <= last
+                            && diff_exceeds_snapshot_factor(count, weight, s.size, capacity)
+                    });
+                    if snap_better {
+                        self.ask_snapshot(learner);
+                        return;
+                    }
+                    self.send(learner, QuorumPacket::new(packet_type::DIFF, peer_last.0));
+                    self.continue_log_sync(learner, peer_last);
+                } else if let Some(shared) = shared_point(&read, peer_last) {
+                    // Not one of ours but within the history the log holds: a transaction of
+                    // an abandoned epoch. Cut the learner back to the last zxid we share.
+                    self.send(learner, QuorumPacket::new(packet_type::TRUNC, shared.0));
+                    self.continue_log_sync(learner, shared);
+                } else {
+                    // Older than the log reaches.
+                    self.ask_snapshot(learner);
+                }
+            }
+            Some(LogSync::Reading { cursor }) if read.after == cursor => {
+                if !read.still_reaches(cursor) {
+                    warn!(
+                        sid = learner.0,
+                        zxid = cursor.0,
+                        "the log no longer reaches the learner's sync point, closing"
+                    );
+                    self.drop_learner(learner);
+                    return;
+                }
+                let mut cursor = cursor;
+                for t in read
+                    .txns
+                    .iter()
+                    .filter(|t| t.zxid > read.after && t.zxid <= read.upto)
+                {
+                    if t.zxid <= cursor {
+                        continue;
+                    }
+                    self.send_txn(learner, t);
+                    cursor = t.zxid;
+                }
+                if read.complete {
+                    cursor = cursor.max(read.upto);
+                } else if cursor == read.after {
+                    warn!(sid = learner.0, "an empty incomplete log read, closing");
+                    self.drop_learner(learner);
+                    return;
+                }
+                self.continue_log_sync(learner, cursor);
+            }
+            other => debug!(sid = learner.0, state = ?other, "log read ignored"),
+        }
+    }
+
+    /// The answer to a [`DiscoveryAction::ReadSnapshot`] for `learner`: the newest snapshot,
+    /// if any. One that no longer fits the learner's sync is ignored.
+    pub fn snapshot_read(&mut self, learner: ServerId, snapshot: Option<Snapshot>) {
+        if self.phase == Phase::Abandoned {
+            return;
+        }
+        let Some(last) = self.history.as_ref().map(History::last) else {
+            return;
+        };
+        if self.learners.get(&learner).and_then(|l| l.sync) != Some(LogSync::Snapshot) {
+            debug!(sid = learner.0, "snapshot read ignored");
+            return;
+        }
+        let Some(s) = snapshot.filter(|s| s.zxid <= last) else {
+            warn!(sid = learner.0, "no snapshot to sync learner, closing");
+            self.drop_learner(learner);
+            return;
+        };
+        for p in snap_packets(&s) {
+            self.send(learner, p);
+        }
+        self.continue_log_sync(learner, s.zxid);
     }
 
     /// Z1: once FOLLOWERINFO from a quorum (with us) arrived, fix `max(acceptedEpoch) + 1`.
@@ -287,7 +556,7 @@ impl LeaderDiscovery {
         let acked: Vec<ServerId> = self
             .learners
             .iter()
-            .filter(|(_, l)| l.stage == Stage::EpochAcked)
+            .filter(|(_, l)| l.stage == Stage::EpochAcked && l.sync.is_none())
             .map(|(s, _)| *s)
             .collect();
         for sid in acked {
@@ -348,6 +617,7 @@ impl LeaderDiscovery {
                         stage: Stage::Info,
                         last_heard: now,
                         last_zxid: 0,
+                        sync: None,
                     },
                 );
                 self.epoch_ackers.remove(&from);

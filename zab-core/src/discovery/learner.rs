@@ -149,6 +149,12 @@ impl LearnerDiscovery {
         self.heard_anything = true;
         self.retry_at = None;
         self.last_heard = now;
+        if self.phase == Phase::WaitingNewLeader {
+            // While the sync data streams in, initLimit bounds the wait for each packet, as
+            // ZooKeeper's learner reads its sync with a socket timeout of initLimit ticks: a
+            // long DIFF paced by the leader's connection is not cut short.
+            self.init_deadline = self.init_deadline.max(now + self.timing.init_timeout());
+        }
         match (self.phase, p.kind) {
             (Phase::WaitingLeaderInfo, packet_type::LEADERINFO) => {
                 let e = zxid_epoch(p.zxid);

@@ -13,5 +13,5 @@ pub use crate::packet::{
     MAX_AUTH_ENTRIES, MAX_AUTH_STRING, MAX_PACKET_DATA,
 };
 pub use action::{DiscoveryAction, Timing};
-pub use leader::LeaderDiscovery;
+pub use leader::{LeaderDiscovery, LOG_READ_CHUNK_BYTES, LOG_READ_CHUNK_TXNS};
 pub use learner::LearnerDiscovery;

@@ -7,6 +7,7 @@ use bytes::Bytes;
 
 use super::config::PeerStatus;
 use super::sessions::SessionId;
+use crate::broadcast::LogRead;
 use crate::election::Decision;
 use crate::notification::Notification;
 use crate::packet::QuorumPacket;
@@ -64,14 +65,31 @@ pub enum PeerInput {
     /// Every [`PeerAction::Append`]ed transaction up to and including this zxid is durable
     /// (fsynced). An embedder that syncs in groups reports each group here.
     LogDurable(Zxid),
-    /// The answer to [`PeerAction::LoadHistory`]: the committed history learners are synced
-    /// from: every logged transaction above `base`, in order, and the newest snapshot.
+    /// The answer to [`PeerAction::LoadHistory`]: the newest logged transactions, which the
+    /// leader keeps in memory to sync learners from (ZooKeeper's `committedLog`; see
+    /// [`read_committed_window`](crate::txnlog::read_committed_window)).
     History {
-        /// The zxid the transactions follow (the snapshot's when the log starts after it).
+        /// The zxid the transactions follow without a gap: the logged transaction before
+        /// the first of them, else the newest snapshot's (then only transactions after it
+        /// are given), else zero.
         base: Zxid,
-        /// The logged transactions above `base`.
+        /// The newest logged transactions, in order: at most `max` of
+        /// [`PeerAction::LoadHistory`] (more are ignored but for the newest).
         committed: Vec<Txn>,
-        /// The newest snapshot, if any.
+    },
+    /// The answer to [`PeerAction::ReadLog`] (see
+    /// [`read_for_sync`](crate::txnlog::read_for_sync)).
+    LogRead {
+        /// The learner named in the request.
+        learner: ServerId,
+        /// What was read.
+        read: LogRead,
+    },
+    /// The answer to [`PeerAction::ReadSnapshot`]: the newest snapshot, if any.
+    SnapshotRead {
+        /// The learner named in the request.
+        learner: ServerId,
+        /// The snapshot.
         snapshot: Option<Snapshot>,
     },
     /// Time passed: the core acts on every deadline at or before `now`
@@ -156,9 +174,48 @@ pub enum PeerAction {
     /// Snapshot the state machine, store the snapshot durably and purge the log it covers
     /// (ZooKeeper's `snapCount`; asked only while serving an established epoch).
     TakeSnapshot,
-    /// Read the history for [`PeerInput::History`] and give it to the core before any other
-    /// input: this server is about to lead.
-    LoadHistory,
+    /// This server is about to lead: read the newest at most `max` logged transactions and
+    /// give them to the core with [`PeerInput::History`] before any other input
+    /// ([`read_committed_window`](crate::txnlog::read_committed_window) does it for any
+    /// [`TxnLog`](crate::txnlog::TxnLog)). The leader keeps only those, and the ones it
+    /// commits, in memory, at most `max` at a time; learners further behind are synced from
+    /// the log with [`ReadLog`](Self::ReadLog).
+    LoadHistory {
+        /// How many (ZooKeeper's `commitLogCount`, [`PeerConfig::commit_log_count`](super::PeerConfig::commit_log_count)).
+        max: usize,
+    },
+    /// The leader syncs `learner`, further behind than its in-memory window, from the log
+    /// (ZooKeeper's `ZKDatabase.getProposalsFromTxnLog`). Read the log and give the result to
+    /// the core with [`PeerInput::LogRead`]
+    /// ([`read_for_sync`](crate::txnlog::read_for_sync) does it for any
+    /// [`TxnLog`](crate::txnlog::TxnLog)):
+    ///
+    /// - `max_bytes == 0`, a probe: the newest logged zxid at or below `after`, how many
+    ///   logged transactions lie in `(after, upto]` and their
+    ///   [`sync_weight`](crate::broadcast::sync_weight) (not the transactions);
+    /// - otherwise, a read: the logged transactions of `(after, upto]` in order, stopping
+    ///   before the one that would bring their weight above `max_bytes` or their number above
+    ///   `max_txns` (the first is always given), and whether the range was read to its end;
+    ///
+    /// both with the log's first zxid and the newest snapshot's zxid and size. The answer may
+    /// come at once or later (other inputs between are fine: the core checks that it still
+    /// fits the learner's sync), but must reflect every `Append` carried out before the
+    /// request. Everything in `(after, upto]` is committed, so no `SyncLog` precedes it.
+    ReadLog {
+        /// The learner being synced.
+        learner: ServerId,
+        /// Read after this zxid.
+        after: Zxid,
+        /// Up to and including this zxid.
+        upto: Zxid,
+        /// At most this weight; zero for a probe.
+        max_bytes: u64,
+        /// At most this many transactions.
+        max_txns: usize,
+    },
+    /// The leader syncs `learner` by SNAP: read the newest snapshot and give it to the core
+    /// with [`PeerInput::SnapshotRead`] (at once or later, as for [`ReadLog`](Self::ReadLog)).
+    ReadSnapshot(ServerId),
     /// The election decided (a report: nothing to carry out). A [`Status`](Self::Status) with
     /// the new role follows.
     Decided(Decision),

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::broadcast::LearnerOptions;
+use crate::broadcast::{LearnerOptions, COMMIT_LOG_COUNT};
 use crate::discovery::Timing;
 use crate::election::ElectionConfig;
 use crate::quorum::QuorumVerifier;
@@ -32,6 +32,10 @@ pub struct PeerConfig {
     /// The learner's synchronisation and broadcast options. Whether it follows broadcast
     /// traffic is the core's choice (only with a log); the rest is kept as given.
     pub learner: LearnerOptions,
+    /// How many of the newest committed transactions a leader keeps in memory to sync
+    /// learners from (ZooKeeper's `zookeeper.commitLogCount`, default
+    /// [`COMMIT_LOG_COUNT`]); a learner further behind is synced from the log on disk.
+    pub commit_log_count: usize,
 }
 
 impl PeerConfig {
@@ -50,7 +54,16 @@ impl PeerConfig {
             timing: Timing::default(),
             connect_grace: Duration::from_millis(100),
             learner: LearnerOptions::default(),
+            commit_log_count: COMMIT_LOG_COUNT,
         }
+    }
+
+    /// This configuration with another in-memory window of committed transactions (ZooKeeper's
+    /// `commitLogCount`; at least 1).
+    #[must_use]
+    pub fn with_commit_log_count(mut self, n: usize) -> Self {
+        self.commit_log_count = n.max(1);
+        self
     }
 
     /// This configuration with other election options.

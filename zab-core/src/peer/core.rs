@@ -301,15 +301,22 @@ impl PeerCore {
                 self.touches.remove(&s);
             }
             PeerInput::LogDurable(z) => self.durable_to(z),
-            PeerInput::History {
-                base,
-                committed,
-                snapshot,
-            } => {
+            PeerInput::History { base, committed } => {
                 if matches!(self.role, Role::AwaitingHistory) {
                     let mut d = self.new_leader_discovery(now);
-                    d.set_history(base, committed, snapshot);
+                    d.set_commit_log_count(self.cfg.commit_log_count);
+                    d.set_history(base, committed);
                     self.lead(now, d);
+                }
+            }
+            PeerInput::LogRead { learner, read } => {
+                if let Role::Leader(d) = &mut self.role {
+                    d.log_read(now, learner, read);
+                }
+            }
+            PeerInput::SnapshotRead { learner, snapshot } => {
+                if let Role::Leader(d) = &mut self.role {
+                    d.snapshot_read(learner, snapshot);
                 }
             }
             PeerInput::Tick => {
@@ -580,6 +587,21 @@ impl PeerCore {
                 }
                 self.send(to, packet);
             }
+            // Reads of what is committed: in order after the appends, no sync needed.
+            DiscoveryAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            } => self.out.push_back(PeerAction::ReadLog {
+                learner,
+                after,
+                upto,
+                max_bytes,
+                max_txns,
+            }),
+            DiscoveryAction::ReadSnapshot(s) => self.out.push_back(PeerAction::ReadSnapshot(s)),
             other => {
                 self.barrier();
                 self.on_ordered_action(now, other);
@@ -609,6 +631,9 @@ impl PeerCore {
             }
             DiscoveryAction::Zab(a) => self.on_log_action(a),
             DiscoveryAction::Send { to, packet } => self.send(to, packet),
+            DiscoveryAction::ReadLog { .. } | DiscoveryAction::ReadSnapshot(_) => {
+                debug!(sid = self.cfg.my_id.0, action = ?a, "read action out of place");
+            }
         }
     }
 
@@ -768,7 +793,9 @@ impl PeerCore {
                 // The learners are synced from the durable log.
                 self.barrier();
                 self.role = Role::AwaitingHistory;
-                self.out.push_back(PeerAction::LoadHistory);
+                self.out.push_back(PeerAction::LoadHistory {
+                    max: self.cfg.commit_log_count,
+                });
             }
             ServerState::Leading => {
                 let disc = self.new_leader_discovery(now);

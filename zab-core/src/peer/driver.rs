@@ -21,7 +21,7 @@ use crate::peer::sessions::SessionId;
 use crate::state_machine::StateMachine;
 use crate::store::{ElectionStore, StoreError};
 use crate::transport::{Transport, TransportEvent};
-use crate::txnlog::{SnapshotPolicy, TxnLog, TxnLogError};
+use crate::txnlog::{read_committed_window, read_for_sync, SnapshotPolicy, TxnLog, TxnLogError};
 use crate::types::ServerId;
 use crate::zxid::Zxid;
 
@@ -32,6 +32,14 @@ use group_commit::{sync_finished, GroupCommit, InFlightSync};
 const MAX_QUEUED_WRITES: usize = 4096;
 /// Expired sessions reported to the embedder and not yet taken.
 const MAX_QUEUED_EXPIRIES: usize = 1024;
+/// A learner's next chunk of a sync from the log is read once at most this many packets to it
+/// wait in the transport ([`Transport::quorum_backlog`]): a chunk (two packets per
+/// transaction, [`LOG_READ_CHUNK_TXNS`](crate::discovery::LOG_READ_CHUNK_TXNS)) and the
+/// leader's in-memory window after it then fit in the transport's queue, so that a learner any
+/// distance behind is brought back, one chunk at a time, and never dropped.
+const SYNC_BACKLOG: usize = 1024;
+/// How often a held sync read checks the transport's backlog again.
+const SYNC_PACE: Duration = Duration::from_millis(2);
 
 /// Why a peer stopped.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +130,18 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     next_sync: SyncId,
     group: GroupCommit,
     in_flight: Option<InFlightSync>,
+    /// `ReadLog` requests waiting for their learner's transport backlog to drain.
+    held_reads: Vec<HeldRead>,
+}
+
+/// A [`PeerAction::ReadLog`] not answered yet.
+#[derive(Debug, Clone, Copy)]
+struct HeldRead {
+    learner: ServerId,
+    after: Zxid,
+    upto: Zxid,
+    max_bytes: u64,
+    max_txns: usize,
 }
 
 impl<T: Transport, S: ElectionStore> std::fmt::Debug for QuorumPeer<T, S> {
@@ -296,6 +316,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             next_sync: 0,
             group: GroupCommit::default(),
             in_flight: None,
+            held_reads: Vec::new(),
         })
     }
 
@@ -368,7 +389,9 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                         self.release(f.group);
                     }
                 }
+                _ = tokio::time::sleep(SYNC_PACE), if !self.held_reads.is_empty() => {}
             }
+            self.answer_held_reads()?;
             self.take_ready()?;
             self.drain().await?;
         }
@@ -424,6 +447,31 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
         }
     }
 
+    /// Answers the held sync reads whose learner's transport backlog has drained (flow
+    /// control only: what is read and sent is the core's choice).
+    fn answer_held_reads(&mut self) -> Result<(), PeerError> {
+        if self.held_reads.is_empty() {
+            return Ok(());
+        }
+        for h in std::mem::take(&mut self.held_reads) {
+            if self.transport.quorum_backlog(h.learner) > SYNC_BACKLOG {
+                self.held_reads.push(h);
+                continue;
+            }
+            let Some(r) = self.repl.as_ref() else {
+                continue;
+            };
+            let read = read_for_sync(r.log.as_ref(), h.after, h.upto, h.max_bytes, h.max_txns)
+                .map_err(ReplicationError::from)?;
+            let input = PeerInput::LogRead {
+                learner: h.learner,
+                read,
+            };
+            self.core.handle(Instant::now(), input);
+        }
+        Ok(())
+    }
+
     async fn carry_out(&mut self, a: PeerAction) -> Result<(), PeerError> {
         let sid = self.core.my_id().0;
         match a {
@@ -477,14 +525,32 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                         let zxid = r.snapshot()?;
                         debug!(sid, %zxid, "snapshot taken, log compacted");
                     }
-                    PeerAction::LoadHistory => {
-                        let (base, committed, snapshot) = r.history()?;
-                        let history = PeerInput::History {
-                            base,
-                            committed,
-                            snapshot,
-                        };
+                    PeerAction::LoadHistory { max } => {
+                        let (base, committed) = read_committed_window(r.log.as_ref(), max)
+                            .map_err(ReplicationError::from)?;
+                        let history = PeerInput::History { base, committed };
                         self.core.handle(Instant::now(), history);
+                    }
+                    PeerAction::ReadLog {
+                        learner,
+                        after,
+                        upto,
+                        max_bytes,
+                        max_txns,
+                    } => {
+                        self.held_reads.push(HeldRead {
+                            learner,
+                            after,
+                            upto,
+                            max_bytes,
+                            max_txns,
+                        });
+                        self.answer_held_reads()?;
+                    }
+                    PeerAction::ReadSnapshot(learner) => {
+                        let snapshot = r.log.latest_snapshot().map_err(ReplicationError::from)?;
+                        let input = PeerInput::SnapshotRead { learner, snapshot };
+                        self.core.handle(Instant::now(), input);
                     }
                     other => debug!(sid, action = ?other, "action not carried out"),
                 }

@@ -45,15 +45,6 @@ impl Replication {
         Ok(())
     }
 
-    /// The history a new leader syncs learners from: base, transactions after it, snapshot.
-    pub(super) fn history(&self) -> Result<(Zxid, Vec<Txn>, Option<Snapshot>), ReplicationError> {
-        let snapshot = self.log.latest_snapshot()?;
-        // Everything up to the newest snapshot is served by it: a purged log no longer
-        // reaches back to the first transaction, so only what follows the snapshot counts.
-        let base = snapshot.as_ref().map_or(Zxid::ZERO, |s| s.zxid);
-        Ok((base, self.log.read_after(base)?, snapshot))
-    }
-
     /// Applies a committed transaction, unless the state machine already has it (replayed
     /// from the log at start-up).
     pub(super) fn apply(&mut self, t: &Txn) {

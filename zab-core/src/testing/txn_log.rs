@@ -82,6 +82,7 @@ pub fn test_all<B: TxnLogBuilder>(builder: &B) -> Result<(), ConformanceError> {
     oversized_transactions_are_refused(builder)?;
     truncate_removes_everything_after_the_zxid(builder)?;
     snapshots_are_kept_and_raise_the_last_zxid(builder)?;
+    sync_reads_agree_with_read_after(builder)?;
     purge_keeps_what_no_snapshot_covers(builder)?;
     restart_keeps_durable_appends_and_the_snapshot(builder)?;
     restart_keeps_deferred_appends_after_sync(builder)?;
@@ -260,6 +261,87 @@ pub fn snapshots_are_kept_and_raise_the_last_zxid<B: TxnLogBuilder>(
     )?;
     c.op("append after the snapshot", log.append(&[txn(3, 8)]))?;
     c.eq("last zxid", log.last_zxid(), Zxid::new(3, 8))
+}
+
+/// The reads a leader's sync uses agree with `read_after`: `scan_after` gives the same
+/// transactions in order and stops when asked, `logged_at_or_before` the newest logged zxid at
+/// or below a zxid, and `latest_snapshot_info` the newest snapshot's zxid and size.
+pub fn sync_reads_agree_with_read_after<B: TxnLogBuilder>(
+    builder: &B,
+) -> Result<(), ConformanceError> {
+    let c = Case("sync_reads_agree_with_read_after");
+    let mut log = c.op("build", builder.build())?;
+    c.eq(
+        "logged_at_or_before in a new log",
+        c.op(
+            "logged_at_or_before",
+            log.logged_at_or_before(Zxid::new(1, 1)),
+        )?,
+        None,
+    )?;
+    for batch in [txns(1, 1..=3), txns(1, 4..=6), txns(3, 1..=4)] {
+        c.op("append", log.append(&batch))?;
+    }
+    for after in [
+        Zxid::ZERO,
+        Zxid::new(1, 2),
+        Zxid::new(2, 9),
+        Zxid::new(3, 4),
+    ] {
+        let mut seen = Vec::new();
+        c.op(
+            "scan_after",
+            log.scan_after(after, &mut |t| {
+                seen.push(t);
+                true
+            }),
+        )?;
+        c.eq(
+            "scan_after",
+            seen,
+            c.op("read_after", log.read_after(after))?,
+        )?;
+    }
+    let mut two = Vec::new();
+    c.op(
+        "scan_after stopped early",
+        log.scan_after(Zxid::new(1, 1), &mut |t| {
+            two.push(t);
+            two.len() < 2
+        }),
+    )?;
+    c.eq("scan_after stopped after two", two, txns(1, 2..=3))?;
+    for (z, want) in [
+        (Zxid::ZERO, None),
+        (Zxid::new(1, 1), Some(Zxid::new(1, 1))),
+        (Zxid::new(1, 5), Some(Zxid::new(1, 5))),
+        (Zxid::new(2, 7), Some(Zxid::new(1, 6))),
+        (Zxid::new(9, 0), Some(Zxid::new(3, 4))),
+    ] {
+        c.eq(
+            "logged_at_or_before",
+            c.op("logged_at_or_before", log.logged_at_or_before(z))?,
+            want,
+        )?;
+    }
+    c.eq(
+        "latest_snapshot_info of a log without one",
+        c.op("latest_snapshot_info", log.latest_snapshot_info())?,
+        None,
+    )?;
+    let snapshot = Snapshot {
+        zxid: Zxid::new(1, 6),
+        data: Bytes::from_static(b"state at 1:6"),
+    };
+    c.op("save a snapshot", log.save_snapshot(&snapshot))?;
+    c.eq(
+        "latest_snapshot_info",
+        c.op("latest_snapshot_info", log.latest_snapshot_info())?,
+        Some(crate::broadcast::SnapshotInfo {
+            zxid: snapshot.zxid,
+            size: snapshot.data.len() as u64,
+        }),
+    )
 }
 
 /// `purge(upto)` after a snapshot at `upto` never drops a transaction above it (the log may

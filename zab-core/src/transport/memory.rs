@@ -249,6 +249,15 @@ impl Drop for MemoryTransport {
 
 #[async_trait]
 impl Transport for MemoryTransport {
+    /// The events waiting in `to`'s queue (everything sent to it shares that queue).
+    fn quorum_backlog(&self, to: ServerId) -> usize {
+        self.net
+            .hub()
+            .endpoints
+            .get(&to)
+            .map_or(0, |(_, tx)| EVENT_QUEUE - tx.capacity())
+    }
+
     fn my_sid(&self) -> ServerId {
         self.sid
     }

@@ -77,6 +77,15 @@ pub trait Transport: Send + 'static {
     /// leader; a leader answers on the connection its learner opened).
     fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket);
 
+    /// How many quorum packets to `to` are queued and not yet handed to its connection (zero
+    /// without a connection, or for a transport that does not queue). A driver paces a
+    /// learner's sync with it, so that a learner any distance behind never overflows the
+    /// queue (see `QuorumPeer`).
+    fn quorum_backlog(&self, to: ServerId) -> usize {
+        let _ = to;
+        0
+    }
+
     /// Closes the quorum connection with `peer`, if any (for instance when leaving FOLLOWING).
     fn close_quorum(&mut self, peer: ServerId);
 

@@ -45,6 +45,7 @@ use super::{
     check_append, FsyncPolicy, PendingSync, Snapshot, Txn, TxnLog, TxnLogError, MAX_SNAPSHOT_DATA,
     MAX_TXN_DATA,
 };
+use crate::broadcast::SnapshotInfo;
 use crate::zxid::Zxid;
 
 const LOG_MAGIC: &[u8; 8] = b"HATXLOG1";
@@ -142,6 +143,18 @@ pub struct FileTxnLog {
     snapshot_zxid: Zxid,
     /// Records were written since the last fsync.
     unsynced: bool,
+    /// Where the last [`for_each_after`](Self::for_each_after) stopped, so that a reader
+    /// going through the log in chunks does not read each segment again from its start.
+    resume: std::sync::Mutex<Option<Resume>>,
+}
+
+/// A position in the log: the record after `after` starts at `offset` of the segment whose
+/// first zxid is `segment`.
+#[derive(Debug, Clone, Copy)]
+struct Resume {
+    after: Zxid,
+    segment: Zxid,
+    offset: u64,
 }
 
 fn segment_name(first: Zxid) -> String {
@@ -289,6 +302,7 @@ impl FileTxnLog {
             roll_pending: false,
             snapshot_zxid: Zxid::ZERO,
             unsynced: false,
+            resume: std::sync::Mutex::new(None),
         };
         log.recover_tail()?;
         log.snapshot_zxid = log.latest_snapshot()?.map(|s| s.zxid).unwrap_or(Zxid::ZERO);
@@ -485,41 +499,92 @@ impl FileTxnLog {
         if self.last.is_none_or(|l| l <= after) {
             return Ok(());
         }
-        let start = self
-            .segments
-            .partition_point(|s| s.first <= after)
-            .saturating_sub(1);
+        let resume = *self
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let resume = resume.filter(|r| r.after == after).and_then(|r| {
+            let i = self.segments.iter().position(|s| s.first == r.segment)?;
+            Some((i, r.offset))
+        });
+        let start = match resume {
+            Some((i, _)) => i,
+            None => self
+                .segments
+                .partition_point(|s| s.first <= after)
+                .saturating_sub(1),
+        };
         let n = self.segments.len();
+        let mut prev: Option<Zxid> = resume.map(|_| after);
         for (i, seg) in self.segments.iter().enumerate().skip(start) {
             let path = &seg.path;
-            let file = File::open(path).map_err(io(path))?;
+            let mut file = File::open(path).map_err(io(path))?;
             let limit = if i + 1 == n {
                 self.end
             } else {
                 file.metadata().map_err(io(path))?.len()
             };
-            let mut r = BufReader::new(file.take(limit));
-            let mut magic = [0u8; 8];
-            if !read_full(&mut r, &mut magic).map_err(io(path))? || &magic != LOG_MAGIC {
-                return Err(corrupt(path, "bad magic"));
-            }
             let mut pos = LOG_MAGIC.len() as u64;
-            let mut prev: Option<Zxid> = None;
+            match resume {
+                Some((j, offset)) if i == j && offset >= pos && offset <= limit => {
+                    file.seek(SeekFrom::Start(offset)).map_err(io(path))?;
+                    pos = offset;
+                }
+                _ => {
+                    let mut magic = [0u8; 8];
+                    if !read_full(&mut file, &mut magic).map_err(io(path))? || &magic != LOG_MAGIC {
+                        return Err(corrupt(path, "bad magic"));
+                    }
+                }
+            }
+            let mut r = BufReader::new(file.take(limit.saturating_sub(pos)));
             while pos < limit {
+                let start = pos;
                 let Some(t) = read_record(&mut r).map_err(io(path))? else {
                     return Err(corrupt(path, &format!("damaged record at offset {pos}")));
                 };
                 if prev.is_some_and(|p| t.zxid <= p) {
                     return Err(corrupt(path, &format!("zxid {} out of order", t.zxid)));
                 }
-                prev = Some(t.zxid);
                 pos += RECORD_HEADER + t.data.len() as u64;
-                if t.zxid > after && !f(t) {
-                    return Ok(());
+                if t.zxid > after {
+                    let zxid = t.zxid;
+                    if !f(t) {
+                        if let Some(p) = prev {
+                            self.remember(p, seg.first, start);
+                        }
+                        return Ok(());
+                    }
+                    prev = Some(zxid);
+                    continue;
+                }
+                prev = Some(t.zxid);
+            }
+            if i + 1 == n {
+                if let Some(p) = prev {
+                    self.remember(p, seg.first, pos);
                 }
             }
         }
         Ok(())
+    }
+
+    fn remember(&self, after: Zxid, segment: Zxid, offset: u64) {
+        *self
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Resume {
+            after,
+            segment,
+            offset,
+        });
+    }
+
+    fn forget_position(&self) {
+        *self
+            .resume
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 }
 
@@ -610,8 +675,30 @@ impl TxnLog for FileTxnLog {
         Ok(out)
     }
 
+    fn scan_after(&self, after: Zxid, f: &mut dyn FnMut(Txn) -> bool) -> Result<(), TxnLogError> {
+        self.for_each_after(after, f)
+    }
+
+    /// Reads only the segment that holds `z`.
+    fn logged_at_or_before(&self, z: Zxid) -> Result<Option<Zxid>, TxnLogError> {
+        let i = self.segments.partition_point(|s| s.first <= z);
+        let Some(seg) = i.checked_sub(1).and_then(|j| self.segments.get(j)) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        self.for_each_after(Zxid(seg.first.0.saturating_sub(1)), |t| {
+            if t.zxid > z {
+                return false;
+            }
+            found = Some(t.zxid);
+            true
+        })?;
+        Ok(found)
+    }
+
     /// Deletes the segments that start above `to` and cuts the one holding `to` after it.
     fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError> {
+        self.forget_position();
         if self.last.is_none_or(|l| l <= to) {
             return Ok(());
         }
@@ -712,6 +799,47 @@ impl TxnLog for FileTxnLog {
             match Self::read_snapshot(&path)? {
                 Some(s) if s.zxid.0 == z => return Ok(Some(s)),
                 _ => warn!(file = %path.display(), "skipping a damaged snapshot"),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads only the newest snapshot file's header (its checksum is checked by
+    /// [`latest_snapshot`](TxnLog::latest_snapshot)); a file shorter than its header says is
+    /// skipped.
+    fn latest_snapshot_info(&self) -> Result<Option<SnapshotInfo>, TxnLogError> {
+        let mut found = Vec::new();
+        for e in std::fs::read_dir(&self.dir).map_err(io(&self.dir))? {
+            let e = e.map_err(io(&self.dir))?;
+            let name = e.file_name();
+            let Some(hex) = name.to_str().and_then(|n| n.strip_prefix(SNAP_PREFIX)) else {
+                continue;
+            };
+            if let Ok(z) = u64::from_str_radix(hex, 16) {
+                found.push((z as i64, e.path()));
+            }
+        }
+        found.sort_by_key(|e| std::cmp::Reverse(e.0));
+        for (z, path) in found {
+            let mut f = File::open(&path).map_err(io(&path))?;
+            let total = f.metadata().map_err(io(&path))?.len();
+            let mut h = [0u8; SNAP_HEADER];
+            if !read_full(&mut f, &mut h).map_err(io(&path))? || &h[..8] != SNAP_MAGIC {
+                continue;
+            }
+            let mut zb = [0u8; 8];
+            zb.copy_from_slice(&h[8..16]);
+            let mut lb = [0u8; 8];
+            lb.copy_from_slice(&h[16..24]);
+            let len = u64::from_be_bytes(lb);
+            if i64::from_be_bytes(zb) == z
+                && len <= MAX_SNAPSHOT_DATA as u64
+                && total >= SNAP_HEADER as u64 + len
+            {
+                return Ok(Some(SnapshotInfo {
+                    zxid: Zxid(z),
+                    size: len,
+                }));
             }
         }
         Ok(None)

@@ -93,6 +93,23 @@ impl TxnLog for MemoryTxnLog {
         Ok(g.txns[i..].to_vec())
     }
 
+    fn scan_after(&self, after: Zxid, f: &mut dyn FnMut(Txn) -> bool) -> Result<(), TxnLogError> {
+        let g = self.lock();
+        let i = g.txns.partition_point(|t| t.zxid <= after);
+        for t in &g.txns[i..] {
+            if !f(t.clone()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn logged_at_or_before(&self, z: Zxid) -> Result<Option<Zxid>, TxnLogError> {
+        let g = self.lock();
+        let i = g.txns.partition_point(|t| t.zxid <= z);
+        Ok(i.checked_sub(1).map(|j| g.txns[j].zxid))
+    }
+
     fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError> {
         let mut g = self.lock();
         let i = g.txns.partition_point(|t| t.zxid <= to);

@@ -10,13 +10,17 @@ mod error;
 mod file;
 mod memory;
 mod retain;
+mod sync_read;
 
 pub use error::TxnLogError;
 pub use file::{FileTxnLog, FileTxnLogOptions, DEFAULT_SEGMENT_SIZE};
 pub use memory::MemoryTxnLog;
 pub use retain::MIN_SNAP_RETAIN_COUNT;
+pub use sync_read::{read_committed_window, read_for_sync};
 
 use bytes::Bytes;
+
+use crate::broadcast::SnapshotInfo;
 
 use crate::zxid::Zxid;
 
@@ -143,6 +147,36 @@ pub trait TxnLog: Send {
     /// Every logged transaction with a zxid greater than `after`, in order.
     fn read_after(&self, after: Zxid) -> Result<Vec<Txn>, TxnLogError>;
 
+    /// Calls `f` with every logged transaction with a zxid greater than `after`, in order,
+    /// until it returns `false`. A log that can read one record at a time overrides this so
+    /// that memory stays bounded by one record whatever the log's length (the default reads
+    /// them all with [`read_after`](Self::read_after)).
+    fn scan_after(&self, after: Zxid, f: &mut dyn FnMut(Txn) -> bool) -> Result<(), TxnLogError> {
+        for t in self.read_after(after)? {
+            if !f(t) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest logged zxid at or below `z`, if the log holds any (the default scans the
+    /// log from its start).
+    fn logged_at_or_before(&self, z: Zxid) -> Result<Option<Zxid>, TxnLogError> {
+        if self.first_zxid().is_none_or(|f| f > z) {
+            return Ok(None);
+        }
+        let mut found = None;
+        self.scan_after(Zxid(i64::MIN), &mut |t| {
+            if t.zxid > z {
+                return false;
+            }
+            found = Some(t.zxid);
+            true
+        })?;
+        Ok(found)
+    }
+
     /// Removes every transaction with a zxid greater than `to` (TRUNC), durably.
     fn truncate(&mut self, to: Zxid) -> Result<(), TxnLogError>;
 
@@ -151,6 +185,15 @@ pub trait TxnLog: Send {
 
     /// The newest intact snapshot, if any.
     fn latest_snapshot(&self) -> Result<Option<Snapshot>, TxnLogError>;
+
+    /// The newest snapshot's zxid and size, without its data (the default reads it with
+    /// [`latest_snapshot`](Self::latest_snapshot)).
+    fn latest_snapshot_info(&self) -> Result<Option<SnapshotInfo>, TxnLogError> {
+        Ok(self.latest_snapshot()?.map(|s| SnapshotInfo {
+            zxid: s.zxid,
+            size: s.data.len() as u64,
+        }))
+    }
 
     /// Log compaction: drops logged transactions with a zxid up to `upto`, which a durable
     /// snapshot already covers. An implementation that cannot compact keeps them (the

@@ -101,6 +101,8 @@ impl ZabSim {
                 }
             }
             PeerAction::RestoreSnapshot(_) => self.stats.snap_syncs += 1,
+            PeerAction::ReadLog { max_bytes: 0, .. } => self.stats.log_probes += 1,
+            PeerAction::ReadLog { .. } => self.stats.log_chunks += 1,
             PeerAction::TakeSnapshot => self.stats.snapshots += 1,
             PeerAction::Status(s) => match (s.state, s.leader, s.epoch) {
                 (ServerState::Looking, _, _) => self.note(format!("{} goes LOOKING", id.0)),

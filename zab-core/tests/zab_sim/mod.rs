@@ -104,6 +104,10 @@ pub struct Stats {
     pub writes: usize,
     pub snapshots: usize,
     pub snap_syncs: usize,
+    /// Leader probes of its log for a learner older than its in-memory window.
+    pub log_probes: usize,
+    /// Chunks of a DIFF or TRUNC the leader read from its log.
+    pub log_chunks: usize,
     pub sim_time: Duration,
 }
 
@@ -114,6 +118,10 @@ pub struct Setup {
     pub voters: usize,
     pub observers: usize,
     pub options: LearnerOptions,
+    /// The leaders' in-memory window of committed transactions (`commitLogCount`).
+    pub commit_log_count: usize,
+    /// Leaders' log reads for a learner's sync are answered at random later steps.
+    pub defer_reads: bool,
 }
 
 pub struct ZabSim {
@@ -167,13 +175,16 @@ impl ZabSim {
             let cfg = PeerConfig::new(ServerId(*id), lt, qv.clone())
                 .with_election(config.clone())
                 .with_timing(timing)
-                .with_learner_options(setup.options);
+                .with_learner_options(setup.options)
+                .with_commit_log_count(setup.commit_log_count);
+            let mut srv = SimServer::new(cfg, SnapshotPolicy::every(snap_count));
+            srv.set_deferred_reads(setup.defer_reads);
             nodes.insert(
                 ServerId(*id),
                 Node {
                     alive: true,
                     restart_at: None,
-                    srv: SimServer::new(cfg, SnapshotPolicy::every(snap_count)),
+                    srv,
                     conns: BTreeMap::new(),
                     closed: BTreeSet::new(),
                     crash_plan: None,
@@ -499,6 +510,11 @@ impl ZabSim {
             }
             if node.srv.core().next_deadline().is_some_and(|d| d <= now) {
                 node.srv.handle(now, PeerInput::Tick);
+            }
+            if node.srv.has_deferred_reads() && self.rng.random_bool(0.5) {
+                if let Err(e) = node.srv.answer_deferred_reads(now) {
+                    return Err(self.fail(format!("server {}: {e}", id.0)));
+                }
             }
             self.drain(*id)?;
         }

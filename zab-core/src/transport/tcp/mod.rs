@@ -38,8 +38,10 @@ use crate::types::ServerId;
 /// Capacity of the event queue towards the peer; when full, new events are dropped (logged).
 const EVENT_QUEUE: usize = 1024;
 /// Capacity of one quorum connection's outgoing queue (packets). A connection whose queue is
-/// full is closed: it must hold a burst of broadcast traffic while the socket is slow, and a
-/// learner's sync (its DIFF proposals and commits are queued at once).
+/// full is closed: it must hold a burst of broadcast traffic while the socket is slow. A
+/// learner's sync fits whatever its length: the driver hands the leader's core the next chunk
+/// of a DIFF from the log only once the queue drained below half of this
+/// ([`Transport::quorum_backlog`]).
 const QUORUM_QUEUE: usize = 8192;
 /// Most addresses learned from the headers of servers missing from our configuration.
 const MAX_LEARNED_ADDRS: usize = 1024;
@@ -295,6 +297,14 @@ impl Transport for TcpTransport {
         for sid in sids.into_iter().filter(|s| *s != me) {
             connect_one(&self.shared, sid);
         }
+    }
+
+    fn quorum_backlog(&self, to: ServerId) -> usize {
+        self.shared
+            .state()
+            .quorum
+            .get(&to)
+            .map_or(0, |c| c.tx.max_capacity() - c.tx.capacity())
     }
 
     fn send_quorum(&mut self, to: ServerId, packet: QuorumPacket) {
