@@ -357,3 +357,164 @@ mod zookeeper {
         )
     }
 }
+
+/// The controller's own writes in one event: the states its elections wrote are not read
+/// again by the ISR removals of the same broker failure.
+mod own_writes {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use ha_coordination::{CoordinationLayer, MemoryCoordination, Stat};
+    use kafka_controller::admin;
+    use kafka_controller::broker_channel::MemoryBrokerChannel;
+    use kafka_controller::controller::{Controller, ControllerConfig};
+    use kafka_controller::zk_data::{BrokerRegistration, PartitionStateZNode};
+
+    use super::*;
+
+    /// Records the partition-state paths read through it.
+    struct RecordReads {
+        inner: MemoryCoordination,
+        state_reads: Mutex<Vec<String>>,
+    }
+
+    impl RecordReads {
+        fn record<'a>(&self, paths: impl IntoIterator<Item = &'a String>) {
+            self.state_reads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(paths.into_iter().filter(|p| p.ends_with("/state")).cloned());
+        }
+    }
+
+    #[async_trait]
+    impl CoordinationLayer for RecordReads {
+        fn inner(&self) -> &dyn Coordination {
+            &self.inner
+        }
+        async fn get_data(
+            &self,
+            path: &str,
+            watch: bool,
+        ) -> Result<(Vec<u8>, Stat), CoordinationError> {
+            self.record([&path.to_string()]);
+            self.inner.get_data(path, watch).await
+        }
+        async fn get_data_many(
+            &self,
+            paths: &[String],
+        ) -> Vec<Result<(Vec<u8>, Stat), CoordinationError>> {
+            self.record(paths);
+            self.inner.get_data_many(paths).await
+        }
+    }
+
+    async fn state_of(c: &dyn Coordination, p: i32) -> Option<PartitionStateZNode> {
+        let (data, _) = c
+            .get_data(&paths::partition_state("t", p), false)
+            .await
+            .ok()?;
+        PartitionStateZNode::from_json(&data).ok()
+    }
+
+    #[tokio::test]
+    async fn k1_isr_removals_do_not_read_again_the_states_the_elections_of_the_same_event_wrote(
+    ) -> TestResult {
+        let tree = MemoryTree::new();
+        let admin_session = tree.connect();
+        KafkaZkClient::new(Arc::new(admin_session.clone()))
+            .create_persistent_paths()
+            .await?;
+        let recorder = Arc::new(RecordReads {
+            inner: tree.connect(),
+            state_reads: Mutex::new(Vec::new()),
+        });
+        let sessions: BTreeMap<i32, Arc<dyn Coordination>> = [
+            (1, recorder.clone() as Arc<dyn Coordination>),
+            (2, Arc::new(tree.connect())),
+            (3, Arc::new(tree.connect())),
+        ]
+        .into_iter()
+        .collect();
+        for (id, s) in &sessions {
+            KafkaZkClient::new(s.clone())
+                .register_broker(
+                    *id,
+                    &BrokerRegistration::plaintext("localhost", 9092, None, 0),
+                )
+                .await?;
+        }
+        let mut config = ControllerConfig::new(1);
+        config.auto_leader_rebalance_enable = false;
+        let handle = Controller::start(
+            config,
+            sessions[&1].clone(),
+            Arc::new(MemoryBrokerChannel::new()),
+        );
+        assert_eq!(handle.wait_active(Duration::from_secs(10)).await, Some(1));
+        // Led by 2: 0, 1; followed by 2: 2, 3, 4; without 2: 5.
+        let assignment: BTreeMap<i32, Vec<i32>> = [
+            (0, vec![2, 1, 3]),
+            (1, vec![2, 3, 1]),
+            (2, vec![1, 2, 3]),
+            (3, vec![3, 2, 1]),
+            (4, vec![1, 3, 2]),
+            (5, vec![1, 3]),
+        ]
+        .into_iter()
+        .collect();
+        admin::create_topic_with_assignment(&admin_session, "t", &assignment).await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for p in 0..6 {
+            while state_of(&admin_session, p).await.is_none() {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "partition {p} created"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        handle.sync().await;
+        recorder
+            .state_reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        assert!(tree.expire(sessions[&2].session_id()));
+        let moved =
+            |s: &Option<PartitionStateZNode>| s.as_ref().is_some_and(|s| !s.isr.contains(&2));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        for p in 0..5 {
+            while !moved(&state_of(&admin_session, p).await) {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "partition {p} moved"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        handle.sync().await;
+        let state = |p: i32| paths::partition_state("t", p);
+        assert_eq!(
+            state_of(&admin_session, 0).await.map(|s| (s.leader, s.isr)),
+            Some((1, vec![1, 3]))
+        );
+        assert_eq!(
+            state_of(&admin_session, 1).await.map(|s| (s.leader, s.isr)),
+            Some((3, vec![3, 1]))
+        );
+        let mut reads = recorder
+            .state_reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        reads.sort();
+        // Each partition with a replica on broker 2 is read once: 0 and 1 by their elections
+        // (and not again by the ISR removals), 2, 3 and 4 by the ISR removals.
+        assert_eq!(reads, (0..5).map(state).collect::<Vec<_>>());
+        handle.shutdown();
+        Ok(())
+    }
+}

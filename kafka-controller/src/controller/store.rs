@@ -1,7 +1,10 @@
-//! The controller's reads and writes of the coordination store: partition states read and
-//! written with all requests in flight at once (pipelined), every write fenced by the
-//! controller epoch (KAFKA-6082, as Kafka's `KafkaZkClient` does), topic assignments rewritten keeping the fields the
-//! controller does not own, and the conversions between znode JSON and the context's types.
+//! The controller's reads and writes of the coordination store: partition states read with
+//! all requests in flight at once (pipelined multi-reads) and written in batched fenced
+//! transactions, each write with the outcome it would have had alone (every write fenced by
+//! the controller epoch, KAFKA-6082, as Kafka's `KafkaZkClient` does); states written during
+//! an event are not read again in that event; topic assignments rewritten keeping the fields
+//! the controller does not own, and the conversions between znode JSON and the context's
+//! types.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
