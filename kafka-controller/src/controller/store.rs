@@ -9,8 +9,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::join_all;
-
 use crate::context::{
     BrokerEndpoint, BrokerInfo, LeaderRecoveryState, PartitionLeadership, ReplicaAssignment,
     TopicPartition,
@@ -254,7 +252,8 @@ impl Store {
         &self,
         writes: &[&PartitionStateWrite],
     ) -> Result<Vec<WriteOutcome>, ControllerError> {
-        // Parents of new state znodes first (fenced; existing ones are fine), once each.
+        // Parents of new state znodes first (fenced; existing ones are fine), once each, in
+        // batched fenced transactions: the topics' `partitions`, then each `partitions/<p>`.
         let mut parents: Vec<String> = Vec::new();
         for w in writes.iter().filter(|w| w.kind == WriteKind::Create) {
             let topic_path = paths::topic_partitions(&w.tp.topic);
@@ -262,28 +261,13 @@ impl Store {
                 parents.push(topic_path);
             }
         }
-        for r in join_all(
-            parents
-                .iter()
-                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
-        )
-        .await
-        {
-            r?;
-        }
         let partition_paths: Vec<String> = writes
             .iter()
             .filter(|w| w.kind == WriteKind::Create)
             .map(|w| paths::partition(&w.tp.topic, w.tp.partition))
             .collect();
-        for r in join_all(
-            partition_paths
-                .iter()
-                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
-        )
-        .await
-        {
-            r?;
+        for level in [parents, partition_paths] {
+            self.ensure_persistent_all(level).await?;
         }
         let mut ops = Vec::with_capacity(writes.len());
         for w in writes {
@@ -337,6 +321,26 @@ impl Store {
             Some(e) => Err(e.into()),
             None => Ok(out),
         }
+    }
+
+    /// Creates the persistent, empty znodes `paths` that are missing, fenced, in batched
+    /// transactions ([`KafkaZkClient::fenced_writes`]); existing ones are fine.
+    async fn ensure_persistent_all(&self, paths: Vec<String>) -> Result<(), ControllerError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let ops = paths
+            .into_iter()
+            .map(|p| Op::create(p, Vec::new(), CreateMode::Persistent))
+            .collect();
+        for r in self.zk.fenced_writes(self.epoch, ops).await? {
+            match r {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => return Err(KafkaZkError::Coordination(e).into()),
+            }
+        }
+        Ok(())
     }
 
     /// Rewrites `/brokers/topics/<t>` with `w`'s partitions, keeping the topic id and unknown
