@@ -27,6 +27,7 @@ conformance_case!(
     sequential_nodes,
     conditional_writes,
     multi_is_atomic,
+    multi_reports_the_first_bad_version,
     bulk_read,
     data_watch_is_one_shot,
     exists_watch_sees_creation,

@@ -134,6 +134,7 @@ async fn run_suite(zk: &ZkEnsemble) -> Result<(), Box<dyn std::error::Error>> {
     case!(sequential_nodes);
     case!(conditional_writes);
     case!(multi_is_atomic);
+    case!(multi_reports_the_first_bad_version);
     case!(bulk_read);
     case!(data_watch_is_one_shot);
     case!(exists_watch_sees_creation);

@@ -332,7 +332,7 @@ fn report(backend: &str, partitions: i32, f: &Figures, targets: bool) {
         &f.failover,
         &format!("{kafka_failover:.1} s at 14 s per 100k partitions"),
         kafka_failover,
-        targets.then_some(1.4 / 100_000.0 * f64::from(partitions)),
+        targets.then_some(1.0 / 100_000.0 * f64::from(partitions)),
     );
     // Kafka 1.1's controlled shutdown moved 10k leaderships in 3 s: scaled to ours.
     let moved = f64::from(u32::try_from(f.moved).unwrap_or(u32::MAX));

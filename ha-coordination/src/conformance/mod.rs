@@ -36,7 +36,8 @@ mod watches;
 
 pub use case::delete_recursive;
 pub use nodes::{
-    bulk_read, conditional_writes, create_and_read, multi_is_atomic, sequential_nodes, typed_errors,
+    bulk_read, conditional_writes, create_and_read, multi_is_atomic,
+    multi_reports_the_first_bad_version, sequential_nodes, typed_errors,
 };
 pub use watches::{
     child_watch, close_removes_ephemerals, connection_loss_keeps_the_session,
@@ -98,6 +99,7 @@ pub async fn test_all(h: &dyn CoordinationCluster) -> Result<(), ConformanceErro
     sequential_nodes(h).await?;
     conditional_writes(h).await?;
     multi_is_atomic(h).await?;
+    multi_reports_the_first_bad_version(h).await?;
     bulk_read(h).await?;
     data_watch_is_one_shot(h).await?;
     exists_watch_sees_creation(h).await?;

@@ -340,6 +340,76 @@ pub async fn multi_is_atomic(h: &dyn CoordinationCluster) -> CaseResult {
     Ok(())
 }
 
+/// A fenced batch of conditional writes (`check` + many `set_data`, as a controller batches
+/// partition states) with stale versions in the middle fails as a whole, reports the first
+/// stale write by its index with `BadVersion` on its path, and applies nothing; without the
+/// stale writes the same batch applies in one transaction.
+pub async fn multi_reports_the_first_bad_version(h: &dyn CoordinationCluster) -> CaseResult {
+    const NAME: &str = "multi_reports_the_first_bad_version";
+    let c = h.connect().await.map_err(op_err(NAME, "connect"))?;
+    let case = Case::start(NAME, c.as_ref()).await?;
+    let epoch = case.p("epoch");
+    case.op(
+        "create epoch",
+        c.create(&epoch, b"1", CreateMode::Persistent).await,
+    )?;
+    let count = 40;
+    let paths: Vec<String> = (0..count).map(|i| case.p(&format!("s{i:02}"))).collect();
+    for p in &paths {
+        case.op(
+            "create state",
+            c.create(p, b"0", CreateMode::Persistent).await,
+        )?;
+    }
+    // Two states move on behind the batch's back.
+    for stale in [17, 31] {
+        case.op("bump", c.set_data(&paths[stale], b"x", 0).await)?;
+    }
+    let batch = |skip: &[usize]| {
+        let mut ops = vec![Op::check(&epoch, 0)];
+        ops.extend(
+            paths
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !skip.contains(i))
+                .map(|(_, p)| Op::set_data(p, b"1".to_vec(), 0)),
+        );
+        ops
+    };
+    match c.multi(batch(&[])).await {
+        Err(CoordinationError::MultiOpFailed { index: 18, error })
+            if *error
+                == CoordinationError::BadVersion {
+                    path: paths[17].clone(),
+                } => {}
+        other => return case.fail(format!("batch with stale writes: {other:?}")),
+    }
+    let reads = c.get_data_many(&paths).await;
+    for (i, r) in reads.into_iter().enumerate() {
+        let (data, stat) = case.op("read state", r)?;
+        let bumped = i == 17 || i == 31;
+        ensure!(
+            case,
+            stat.version == i32::from(bumped) && data == if bumped { b"x" } else { b"0" },
+            "state {i} changed by a failed multi: {data:?} {stat:?}"
+        );
+    }
+    let applied = case.op(
+        "batch without stale writes",
+        c.multi(batch(&[17, 31])).await,
+    )?;
+    ensure!(case, applied.len() == count - 1, "results {applied:?}");
+    ensure!(
+        case,
+        applied[0] == OpResult::Check
+            && applied[1..]
+                .iter()
+                .all(|r| matches!(r, OpResult::SetData { stat } if stat.version == 1)),
+        "results {applied:?}"
+    );
+    Ok(())
+}
+
 /// `get_data_many` returns one result per path, in order: data and stat like `get_data`,
 /// `NoNode` for a missing node, `BadPath` for a malformed path, and works for more paths than
 /// one request of the backend carries.

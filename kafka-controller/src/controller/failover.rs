@@ -91,10 +91,7 @@ impl Controller {
         &mut self,
         epoch: crate::zk_data::ControllerEpoch,
     ) -> Result<(), ControllerError> {
-        let store = Store {
-            zk: self.zk.clone(),
-            epoch,
-        };
+        let store = Store::new(self.zk.clone(), epoch);
         let coord = self.zk.coordination().clone();
         // K6.2–K6.6: register the watches (and the ISR-change one).
         coord.exists(paths::REASSIGN_PARTITIONS, true).await?;

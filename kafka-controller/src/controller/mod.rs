@@ -459,6 +459,9 @@ impl Controller {
                 self.publish_status();
                 return;
             }
+            if let Some(a) = &self.active {
+                a.store.begin_event();
+            }
             if let Err(e) = self.process(event).await {
                 match e {
                     ControllerError::ControllerMoved => {

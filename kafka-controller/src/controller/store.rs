@@ -1,11 +1,13 @@
-//! The controller's reads and writes of the coordination store: partition states read and
-//! written with all requests in flight at once (pipelined), every write fenced by the
-//! controller epoch (KAFKA-6082, as Kafka's `KafkaZkClient` does), topic assignments rewritten keeping the fields the
-//! controller does not own, and the conversions between znode JSON and the context's types.
+//! The controller's reads and writes of the coordination store: partition states read with
+//! all requests in flight at once (pipelined multi-reads) and written in batched fenced
+//! transactions, each write with the outcome it would have had alone (every write fenced by
+//! the controller epoch, KAFKA-6082, as Kafka's `KafkaZkClient` does); states written during
+//! an event are not read again in that event; topic assignments rewritten keeping the fields
+//! the controller does not own, and the conversions between znode JSON and the context's
+//! types.
 
-use std::collections::BTreeMap;
-
-use futures::future::join_all;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::context::{
     BrokerEndpoint, BrokerInfo, LeaderRecoveryState, PartitionLeadership, ReplicaAssignment,
@@ -17,7 +19,7 @@ use crate::zk_data::{
     paths, BrokerRegistration, ControllerEpoch, KafkaZkClient, KafkaZkError, PartitionStateZNode,
     TopicAssignment, LEADER_RECOVERED,
 };
-use ha_coordination::{CoordinationError, CreateMode, Op, ANY_VERSION};
+use ha_coordination::{CoordinationError, CreateMode, Op, OpResult, ANY_VERSION};
 
 use super::ControllerError;
 
@@ -138,24 +140,18 @@ fn apply_topic_write(znode: &mut TopicAssignment, w: &TopicAssignmentWrite) {
 /// coordination client batches).
 pub const READ_BATCH: usize = 1000;
 
-/// Partition-state writes per fenced transaction.
-const WRITE_BATCH: usize = 500;
-
-fn written(r: &ha_coordination::OpResult) -> WriteOutcome {
-    match r {
-        ha_coordination::OpResult::SetData { stat } => WriteOutcome::Written {
+fn outcome_of(result: Result<OpResult, CoordinationError>) -> Result<WriteOutcome, KafkaZkError> {
+    match result {
+        Ok(OpResult::SetData { stat }) => Ok(WriteOutcome::Written {
             version: stat.version,
+        }),
+        Ok(_) => Ok(WriteOutcome::Written { version: 0 }),
+        Err(e) => match e.root() {
+            CoordinationError::BadVersion { .. } => Ok(WriteOutcome::BadVersion),
+            CoordinationError::NoNode { .. } => Ok(WriteOutcome::NoNode),
+            CoordinationError::NodeExists { .. } => Ok(WriteOutcome::NodeExists),
+            _ => Err(KafkaZkError::Coordination(e)),
         },
-        _ => WriteOutcome::Written { version: 0 },
-    }
-}
-
-fn outcome_of(e: &CoordinationError) -> Option<WriteOutcome> {
-    match e.root() {
-        CoordinationError::BadVersion { .. } => Some(WriteOutcome::BadVersion),
-        CoordinationError::NoNode { .. } => Some(WriteOutcome::NoNode),
-        CoordinationError::NodeExists { .. } => Some(WriteOutcome::NodeExists),
-        _ => None,
     }
 }
 
@@ -166,9 +162,33 @@ pub struct Store {
     pub zk: KafkaZkClient,
     /// The epoch fencing every write.
     pub epoch: ControllerEpoch,
+    /// The partition states this controller wrote during the current event, as written (the
+    /// version is the one the write produced): a read of one of them in the same event is
+    /// answered from here, as a read right after the write would have been.
+    own_writes: Arc<Mutex<HashMap<TopicPartition, PartitionLeadership>>>,
 }
 
 impl Store {
+    /// The store of the controller of `epoch`.
+    pub fn new(zk: KafkaZkClient, epoch: ControllerEpoch) -> Store {
+        Store {
+            zk,
+            epoch,
+            own_writes: Arc::default(),
+        }
+    }
+
+    fn own_writes(&self) -> MutexGuard<'_, HashMap<TopicPartition, PartitionLeadership>> {
+        self.own_writes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts a new controller event: forgets the partition states written during the last
+    /// one, so that every event reads the store afresh before its first write of a partition
+    /// (others, e.g. partition leaders changing the ISR, write between events).
+    pub fn begin_event(&self) {
+        self.own_writes().clear();
+    }
+
     /// A fenced transaction; a failed fence is [`ControllerError::ControllerMoved`].
     pub async fn fenced(&self, ops: Vec<Op>) -> Result<(), ControllerError> {
         self.zk
@@ -180,31 +200,60 @@ impl Store {
 
     /// K1.1: reads the states of `tps` in bulk (multi-reads of [`READ_BATCH`] paths on
     /// ZooKeeper, every batch in flight at once). `Ok(None)`: no state znode. A malformed
-    /// znode is an `Err` for that partition only.
+    /// znode is an `Err` for that partition only. A state this controller wrote during the
+    /// current event (since [`begin_event`](Self::begin_event)) is not read again: it is
+    /// what that write left (Kafka re-reads it; the answer is the one a read right after the
+    /// write gets, and a later conditional write on it still fails if anyone wrote since).
     pub async fn read_states(
         &self,
         tps: &[TopicPartition],
     ) -> Vec<Result<Option<PartitionLeadership>, KafkaZkError>> {
-        let state_paths: Vec<String> = tps
-            .iter()
-            .map(|tp| paths::partition_state(&tp.topic, tp.partition))
-            .collect();
-        self.zk
+        let mut out: Vec<Option<Result<Option<PartitionLeadership>, KafkaZkError>>> =
+            Vec::with_capacity(tps.len());
+        let mut state_paths = Vec::new();
+        {
+            let own = self.own_writes();
+            for tp in tps {
+                match own.get(tp) {
+                    Some(l) => out.push(Some(Ok(Some(l.clone())))),
+                    None => {
+                        out.push(None);
+                        state_paths.push(paths::partition_state(&tp.topic, tp.partition));
+                    }
+                }
+            }
+        }
+        if state_paths.is_empty() {
+            return out.into_iter().flatten().collect();
+        }
+        let mut reads = self
+            .zk
             .partition_states_at(&state_paths)
             .await
             .into_iter()
-            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))))
+            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))));
+        out.into_iter()
+            .map(|cached| match cached {
+                Some(r) => r,
+                None => reads.next().unwrap_or_else(|| {
+                    Err(CoordinationError::Backend("missing bulk read result".into()).into())
+                }),
+            })
             .collect()
     }
 
-    /// K1.3: performs partition-state writes, pipelined, each fenced by the controller epoch
-    /// (creates make the parent znodes first). A failed fence on any write is an error for
-    /// the whole call: the controller must resign.
+    /// K1.3: performs partition-state writes, each fenced by the controller epoch and
+    /// conditional on its expected version (creates make the parent znodes first), batched
+    /// into few fenced transactions ([`KafkaZkClient::fenced_writes`]): each write gets the
+    /// outcome it would have had alone (written, or BADVERSION / NONODE / NODEEXISTS for that
+    /// partition only). A failed fence on any write is [`ControllerError::ControllerMoved`]
+    /// for the whole call: the controller must resign.
     pub async fn write_states(
         &self,
         writes: &[&PartitionStateWrite],
     ) -> Result<Vec<WriteOutcome>, ControllerError> {
-        // Parents of new state znodes first (fenced; existing ones are fine), once each.
+        // Parents of new state znodes first (fenced; existing ones are fine), once each, in
+        // batched fenced transactions: the topics' `partitions`, then each `partitions/<p>`.
         let mut parents: Vec<String> = Vec::new();
         for w in writes.iter().filter(|w| w.kind == WriteKind::Create) {
             let topic_path = paths::topic_partitions(&w.tp.topic);
@@ -212,28 +261,13 @@ impl Store {
                 parents.push(topic_path);
             }
         }
-        for r in join_all(
-            parents
-                .iter()
-                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
-        )
-        .await
-        {
-            r?;
-        }
         let partition_paths: Vec<String> = writes
             .iter()
             .filter(|w| w.kind == WriteKind::Create)
             .map(|w| paths::partition(&w.tp.topic, w.tp.partition))
             .collect();
-        for r in join_all(
-            partition_paths
-                .iter()
-                .map(|p| self.zk.ensure_persistent(self.epoch, p)),
-        )
-        .await
-        {
-            r?;
+        for level in [parents, partition_paths] {
+            self.ensure_persistent_all(level).await?;
         }
         let mut ops = Vec::with_capacity(writes.len());
         for w in writes {
@@ -245,53 +279,41 @@ impl Store {
                     error,
                 })?;
             ops.push(match w.kind {
-                WriteKind::Create => Op::create(&path, data, CreateMode::Persistent),
+                WriteKind::Create => Op::create(path, data, CreateMode::Persistent),
                 WriteKind::Update { expected_version } => {
-                    Op::set_data(&path, data, expected_version)
+                    Op::set_data(path, data, expected_version)
                 }
             });
         }
-        // Multi-batching: up to WRITE_BATCH writes per fenced transaction, all transactions in
-        // flight at once. A transaction failing on one write (a version race) is retried write
-        // by write, so each partition gets its own outcome.
-        let chunks = ops.chunks(WRITE_BATCH).map(|chunk| async move {
-            match self.zk.fenced_multi(self.epoch, chunk.to_vec()).await {
-                Ok(results) => Ok(results.iter().map(written).collect::<Vec<_>>()),
-                Err(KafkaZkError::Coordination(CoordinationError::MultiOpFailed { .. }))
-                    if chunk.len() > 1 =>
-                {
-                    let singles = chunk.iter().map(|op| async move {
-                        match self.zk.fenced_multi(self.epoch, vec![op.clone()]).await {
-                            Ok(results) => Ok(results
-                                .first()
-                                .map_or(WriteOutcome::Written { version: 0 }, written)),
-                            Err(KafkaZkError::Coordination(e)) => match outcome_of(&e) {
-                                Some(o) => Ok(o),
-                                None => Err(KafkaZkError::Coordination(e)),
-                            },
-                            Err(e) => Err(e),
-                        }
-                    });
-                    join_all(singles).await.into_iter().collect()
-                }
-                Err(KafkaZkError::Coordination(e)) => match outcome_of(&e) {
-                    Some(o) => Ok(vec![o]),
-                    None => Err(KafkaZkError::Coordination(e)),
-                },
-                Err(e) => Err(e),
+        let results = match self.zk.fenced_writes(self.epoch, ops).await {
+            Ok(results) => results,
+            Err(e) => {
+                // Some writes may have applied: nothing written in this event is known any more.
+                self.begin_event();
+                return Err(e.into());
             }
-        });
+        };
         let mut out = Vec::with_capacity(writes.len());
         let mut error = None;
-        for r in join_all(chunks).await {
-            match r {
-                Ok(o) => out.extend(o),
-                Err(e) => {
-                    // Keep the most serious error: a moved controller wins.
-                    let moved = matches!(e, KafkaZkError::ControllerMoved { .. });
-                    if moved || error.is_none() {
-                        error = Some(e);
+        let mut own = self.own_writes();
+        for (w, r) in writes.iter().zip(results) {
+            match outcome_of(r) {
+                Ok(o) => {
+                    match o {
+                        WriteOutcome::Written { version } => {
+                            let mut l = w.leadership.clone();
+                            l.partition_epoch = version;
+                            own.insert(w.tp.clone(), l);
+                        }
+                        _ => {
+                            own.remove(&w.tp);
+                        }
                     }
+                    out.push(o);
+                }
+                Err(e) => {
+                    own.remove(&w.tp);
+                    error.get_or_insert(e);
                 }
             }
         }
@@ -299,6 +321,26 @@ impl Store {
             Some(e) => Err(e.into()),
             None => Ok(out),
         }
+    }
+
+    /// Creates the persistent, empty znodes `paths` that are missing, fenced, in batched
+    /// transactions ([`KafkaZkClient::fenced_writes`]); existing ones are fine.
+    async fn ensure_persistent_all(&self, paths: Vec<String>) -> Result<(), ControllerError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let ops = paths
+            .into_iter()
+            .map(|p| Op::create(p, Vec::new(), CreateMode::Persistent))
+            .collect();
+        for r in self.zk.fenced_writes(self.epoch, ops).await? {
+            match r {
+                Ok(_) => {}
+                Err(e) if e.is_node_exists() => {}
+                Err(e) => return Err(KafkaZkError::Coordination(e).into()),
+            }
+        }
+        Ok(())
     }
 
     /// Rewrites `/brokers/topics/<t>` with `w`'s partitions, keeping the topic id and unknown
@@ -348,6 +390,8 @@ impl Store {
         if ops.is_empty() {
             return Ok(());
         }
+        // A deleted state znode is no longer what this event wrote.
+        self.begin_event();
         self.fenced(ops).await
     }
 

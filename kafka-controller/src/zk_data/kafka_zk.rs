@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use futures::future::join_all;
+
 use super::error::ZkDataError;
 use super::paths;
 use super::{decode_controller_epoch, encode_controller_epoch};
@@ -87,6 +89,91 @@ pub enum Campaign {
         /// The current controller, if one is registered.
         controller: Option<i32>,
     },
+}
+
+/// Most encoded bytes of one batch of [`KafkaZkClient::fenced_writes`] (request or response,
+/// whichever is larger): half of ZooKeeper's default `jute.maxbuffer` (1 MiB, which bounds
+/// every request and response packet), so a batch never comes near it.
+pub const FENCED_BATCH_BYTES: usize = 512 * 1024;
+
+/// Most ops of one batch of [`KafkaZkClient::fenced_writes`] (partition states are ~100-300
+/// bytes, so the byte bound usually comes first only for long topic names or large ISRs).
+pub const FENCED_BATCH_OPS: usize = 2000;
+
+/// Fenced transactions tried for one batch of [`KafkaZkClient::fenced_writes`], each without
+/// the op that failed the one before, before its remaining ops go one by one.
+pub const FENCED_BATCH_ATTEMPTS: usize = 3;
+
+/// True for an error that an op of a `multi` meets on its own, whatever the other ops
+/// (a version, existence or argument failure), as opposed to a failure of the request or the
+/// session, after which the outcome is unknown.
+pub fn is_op_outcome(e: &CoordinationError) -> bool {
+    matches!(
+        e,
+        CoordinationError::NoNode { .. }
+            | CoordinationError::NodeExists { .. }
+            | CoordinationError::BadVersion { .. }
+            | CoordinationError::NotEmpty { .. }
+            | CoordinationError::NoChildrenForEphemerals { .. }
+            | CoordinationError::BadPath { .. }
+            | CoordinationError::BadArguments(_)
+    )
+}
+
+/// Bytes of a jute string or buffer: length prefix and content.
+fn jute_len(bytes: usize) -> usize {
+    4 + bytes
+}
+
+/// ZooKeeper's encoded size of `op` inside a `multi` request (multi header, then the op's
+/// record) or of its result in the response (header, then a stat, a path or nothing),
+/// whichever is larger. The ACL of a create is `world:anyone`.
+pub fn op_encoded_len(op: &Op) -> usize {
+    // MultiHeader: type, done, err.
+    const HEADER: usize = 4 + 1 + 4;
+    // Stat: czxid, mzxid, ctime, mtime, version, cversion, aversion, ephemeralOwner,
+    // dataLength, numChildren, pzxid.
+    const STAT: usize = 8 * 4 + 4 * 3 + 8 + 4 * 2 + 8;
+    // One ACL: perms, scheme "world", id "anyone"; vector length first.
+    const ACLS: usize = 4 + 4 + (4 + 5) + (4 + 6);
+    let path = jute_len(op.path().len());
+    let (request, response) = match op {
+        Op::Check { .. } | Op::Delete { .. } => (path + 4, 0),
+        Op::Create { data, .. } => (path + jute_len(data.len()) + ACLS + 4, path + 10),
+        Op::SetData { data, .. } => (path + jute_len(data.len()) + 4, STAT),
+    };
+    HEADER + request.max(response)
+}
+
+/// Consecutive ranges of `ops` within [`FENCED_BATCH_OPS`] and [`FENCED_BATCH_BYTES`]
+/// (the fencing check counted), none empty; an op larger than the byte bound goes alone.
+fn batch_ranges(ops: &[Op]) -> Vec<std::ops::Range<usize>> {
+    // Request header, multi's end marker and the fencing check.
+    let fixed = 4 + 4 + 4 + (4 + 1 + 4) + (4 + 1 + 4) + jute_len(paths::CONTROLLER_EPOCH.len()) + 4;
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    let mut bytes = fixed;
+    for (i, op) in ops.iter().enumerate() {
+        let len = op_encoded_len(op);
+        if i > start && (i - start >= FENCED_BATCH_OPS || bytes + len > FENCED_BATCH_BYTES) {
+            ranges.push(start..i);
+            start = i;
+            bytes = fixed;
+        }
+        bytes += len;
+    }
+    if start < ops.len() {
+        ranges.push(start..ops.len());
+    }
+    ranges
+}
+
+/// Keeps the most serious of two errors of one call: a moved controller wins.
+fn keep_worst(kept: &mut Option<KafkaZkError>, e: KafkaZkError) {
+    let moved = matches!(e, KafkaZkError::ControllerMoved { .. });
+    if moved || kept.is_none() {
+        *kept = Some(e);
+    }
 }
 
 /// Kafka's znode reads and writes over a [`Coordination`] client.
@@ -330,8 +417,147 @@ impl KafkaZkClient {
                 }
                 .into())
             }
+            // The check failed otherwise: not the failure of any op of `ops`.
+            Err(CoordinationError::MultiOpFailed { error, .. }) => Err((*error).into()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Many independent writes, each with the outcome it would have had as its own fenced
+    /// transaction ([`fenced_multi`](Self::fenced_multi) of one op), in far fewer requests:
+    /// the ops go in consecutive batches of at most [`FENCED_BATCH_OPS`] ops and
+    /// [`FENCED_BATCH_BYTES`] encoded bytes, each one fenced `multi` (one `/controller_epoch`
+    /// check, then the ops: one request, one ZooKeeper transaction), every batch in flight at
+    /// once.
+    ///
+    /// A `multi` is atomic: one op failing on its own (`BadVersion`, `NoNode`, `NodeExists`,
+    /// ... — see [`is_op_outcome`]) fails the whole batch and applies nothing. That op's
+    /// outcome is then that error (the same a lone write would have met at that point of the
+    /// server's order) and the batch is sent again without it; after
+    /// [`FENCED_BATCH_ATTEMPTS`] failed attempts the rest go as one fenced transaction each.
+    /// So each op is applied, or fails with its own error, exactly as it would alone.
+    ///
+    /// Returns one result per op, in order. A failed fence is [`KafkaZkError::ControllerMoved`]
+    /// for the whole call (never a per-op result), and wins over other errors; any other
+    /// failure of a request (connection loss, session expiry) is an error for the whole call:
+    /// the outcome of some writes is then unknown.
+    pub async fn fenced_writes(
+        &self,
+        epoch: ControllerEpoch,
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpResult, CoordinationError>>, KafkaZkError> {
+        let batches = batch_ranges(&ops);
+        let ops = &ops;
+        let attempts = join_all(
+            batches
+                .into_iter()
+                .map(|range| self.fenced_batch(epoch, &ops[range])),
+        )
+        .await;
+        let mut out = Vec::with_capacity(ops.len());
+        let mut error: Option<KafkaZkError> = None;
+        for attempt in attempts {
+            match attempt {
+                Ok(results) => out.extend(results),
+                Err(e) => keep_worst(&mut error, e),
+            }
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// One batch of [`fenced_writes`](Self::fenced_writes).
+    async fn fenced_batch(
+        &self,
+        epoch: ControllerEpoch,
+        ops: &[Op],
+    ) -> Result<Vec<Result<OpResult, CoordinationError>>, KafkaZkError> {
+        let mut results: Vec<Option<Result<OpResult, CoordinationError>>> = vec![None; ops.len()];
+        // Indices into `ops` of the ops still to send, in order.
+        let mut pending: Vec<usize> = (0..ops.len()).collect();
+        let mut attempts = 0;
+        while !pending.is_empty() && attempts < FENCED_BATCH_ATTEMPTS {
+            attempts += 1;
+            let batch: Vec<Op> = pending
+                .iter()
+                .filter_map(|&i| ops.get(i).cloned())
+                .collect();
+            match self.fenced_multi(epoch, batch).await {
+                Ok(applied) if applied.len() == pending.len() => {
+                    for (i, r) in pending.drain(..).zip(applied) {
+                        if let Some(slot) = results.get_mut(i) {
+                            *slot = Some(Ok(r));
+                        }
+                    }
+                }
+                Ok(applied) => {
+                    return Err(CoordinationError::Backend(format!(
+                        "multi returned {} results for {} ops",
+                        applied.len(),
+                        pending.len()
+                    ))
+                    .into())
+                }
+                Err(KafkaZkError::Coordination(CoordinationError::MultiOpFailed {
+                    index,
+                    error,
+                })) if index < pending.len() && is_op_outcome(&error) => {
+                    let i = pending.remove(index);
+                    tracing::debug!(
+                        controller_epoch = epoch.epoch,
+                        error = %error,
+                        remaining = pending.len(),
+                        "a write of a batched transaction failed on its own; the others go again"
+                    );
+                    if let Some(slot) = results.get_mut(i) {
+                        *slot = Some(Err(*error));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !pending.is_empty() {
+            // Repeated failures: one fenced transaction per op, all in flight at once.
+            let singles = join_all(pending.iter().map(|&i| async move {
+                let op = ops.get(i).cloned().ok_or_else(|| {
+                    KafkaZkError::from(CoordinationError::Backend("op index".into()))
+                })?;
+                match self.fenced_multi(epoch, vec![op]).await {
+                    Ok(mut applied) if applied.len() == 1 => Ok(Ok(applied.remove(0))),
+                    Ok(applied) => Err(CoordinationError::Backend(format!(
+                        "multi returned {} results for 1 op",
+                        applied.len()
+                    ))
+                    .into()),
+                    Err(KafkaZkError::Coordination(CoordinationError::MultiOpFailed {
+                        index: 0,
+                        error,
+                    })) if is_op_outcome(&error) => Ok(Err(*error)),
+                    Err(e) => Err(e),
+                }
+            }))
+            .await;
+            let mut error: Option<KafkaZkError> = None;
+            for (&i, single) in pending.iter().zip(singles) {
+                match single {
+                    Ok(r) => {
+                        if let Some(slot) = results.get_mut(i) {
+                            *slot = Some(r);
+                        }
+                    }
+                    Err(e) => keep_worst(&mut error, e),
+                }
+            }
+            if let Some(e) = error {
+                return Err(e);
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(CoordinationError::ConnectionLoss)))
+            .collect())
     }
 
     /// Resigns: deletes `/controller`, fenced by `epoch` (a stale controller cannot delete its

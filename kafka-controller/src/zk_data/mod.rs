@@ -65,6 +65,9 @@ pub use broker::{BrokerRegistration, FeatureRange};
 pub use config::{ClusterId, ConfigChangeNotification, TopicConfig};
 pub use controller::{decode_controller_epoch, encode_controller_epoch, ControllerZNode};
 pub use error::ZkDataError;
-pub use kafka_zk::{Campaign, ControllerEpoch, KafkaZkClient, KafkaZkError};
+pub use kafka_zk::{
+    is_op_outcome, op_encoded_len, Campaign, ControllerEpoch, KafkaZkClient, KafkaZkError,
+    FENCED_BATCH_ATTEMPTS, FENCED_BATCH_BYTES, FENCED_BATCH_OPS,
+};
 pub use topic::{PartitionStateZNode, TopicAssignment, LEADER_RECOVERED};
 pub use topic_id::{decode_topic_id, encode_topic_id};
