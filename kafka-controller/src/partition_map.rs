@@ -13,14 +13,87 @@ use std::sync::Arc;
 
 use crate::context::TopicPartition;
 
+/// Partition indexes below this are held in a vector indexed by partition (topics have
+/// partitions 0..n); others (never written by Kafka) in an ordered map.
+const DENSE_LIMIT: i32 = 1 << 16;
+
+/// No entry (in [`PerTopic::dense`]).
+const NONE: usize = usize::MAX;
+
+/// One topic's partition index → slot number.
+#[derive(Clone, Debug, Default)]
+struct PerTopic {
+    /// Slot of partition `p` at `dense[p]`, or [`NONE`], for `0 <= p < DENSE_LIMIT`.
+    dense: Vec<usize>,
+    /// Slots of the other partitions.
+    sparse: BTreeMap<i32, usize>,
+    /// Entries held.
+    len: usize,
+}
+
+impl PerTopic {
+    fn get(&self, p: i32) -> Option<usize> {
+        if (0..DENSE_LIMIT).contains(&p) {
+            let i = *self.dense.get(usize::try_from(p).ok()?)?;
+            (i != NONE).then_some(i)
+        } else {
+            self.sparse.get(&p).copied()
+        }
+    }
+
+    /// Sets (or adds) the slot of `p`.
+    fn set(&mut self, p: i32, slot: usize) {
+        match usize::try_from(p) {
+            Ok(d) if p < DENSE_LIMIT => {
+                if self.dense.len() <= d {
+                    self.dense.resize(d + 1, NONE);
+                }
+                if self.dense[d] == NONE {
+                    self.len += 1;
+                }
+                self.dense[d] = slot;
+            }
+            _ => {
+                if self.sparse.insert(p, slot).is_none() {
+                    self.len += 1;
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, p: i32) -> Option<usize> {
+        let i = match usize::try_from(p) {
+            Ok(d) if p < DENSE_LIMIT => {
+                let cell = self.dense.get_mut(d)?;
+                if *cell == NONE {
+                    return None;
+                }
+                std::mem::replace(cell, NONE)
+            }
+            _ => self.sparse.remove(&p)?,
+        };
+        self.len -= 1;
+        Some(i)
+    }
+
+    /// The slots, in partition order.
+    fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.sparse
+            .range(..0)
+            .map(|(_, i)| *i)
+            .chain(self.dense.iter().copied().filter(|i| *i != NONE))
+            .chain(self.sparse.range(DENSE_LIMIT..).map(|(_, i)| *i))
+    }
+}
+
 /// A map from topic partition to `V`, iterated in the order of topic name, then partition
 /// index.
 #[derive(Clone, Debug)]
 pub(crate) struct PartitionMap<V> {
     /// The topics with entries, in no particular order (iteration sorts them by name).
-    topics: Vec<(Arc<str>, BTreeMap<i32, usize>)>,
+    topics: Vec<(Arc<str>, PerTopic)>,
     /// Topic name → position in `topics`.
-    index: HashMap<Arc<str>, usize>,
+    index: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
     /// The entries (key and value), in no particular order.
     slots: Vec<(TopicPartition, V)>,
 }
@@ -29,7 +102,7 @@ impl<V> Default for PartitionMap<V> {
     fn default() -> Self {
         Self {
             topics: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             slots: Vec::new(),
         }
     }
@@ -41,29 +114,30 @@ impl<V> PartitionMap<V> {
         self.slots.is_empty()
     }
 
-    fn per_topic(&self, topic: &str) -> Option<&BTreeMap<i32, usize>> {
+    fn per_topic(&self, topic: &str) -> Option<&PerTopic> {
         let t = *self.index.get(topic)?;
         self.topics.get(t).map(|(_, m)| m)
     }
 
-    fn per_topic_mut(&mut self, topic: &str) -> Option<&mut BTreeMap<i32, usize>> {
+    fn per_topic_mut(&mut self, topic: &str) -> Option<&mut PerTopic> {
         let t = *self.index.get(topic)?;
         self.topics.get_mut(t).map(|(_, m)| m)
     }
 
     fn slot(&self, tp: &TopicPartition) -> Option<usize> {
-        self.per_topic(&tp.topic)?.get(&tp.partition).copied()
+        self.per_topic(&tp.topic)?.get(tp.partition)
     }
 
     /// Records that `tp` is in slot `i`, adding its topic if new.
     fn index_slot(&mut self, tp: &TopicPartition, i: usize) {
         if let Some(per_topic) = self.per_topic_mut(&tp.topic) {
-            per_topic.insert(tp.partition, i);
+            per_topic.set(tp.partition, i);
             return;
         }
         self.index.insert(tp.topic.clone(), self.topics.len());
-        self.topics
-            .push((tp.topic.clone(), BTreeMap::from([(tp.partition, i)])));
+        let mut per_topic = PerTopic::default();
+        per_topic.set(tp.partition, i);
+        self.topics.push((tp.topic.clone(), per_topic));
     }
 
     /// The value of `tp`.
@@ -122,19 +196,16 @@ impl<V> PartitionMap<V> {
     pub(crate) fn remove(&mut self, tp: &TopicPartition) -> Option<V> {
         let t = *self.index.get(&*tp.topic)?;
         let per_topic = &mut self.topics.get_mut(t)?.1;
-        let i = per_topic.remove(&tp.partition)?;
-        if per_topic.is_empty() {
+        let i = per_topic.remove(tp.partition)?;
+        if per_topic.len == 0 {
             self.forget_topic(t);
         }
         let (_, v) = self.slots.swap_remove(i);
         // The last entry moved into slot `i`.
         if let Some((moved, _)) = self.slots.get(i) {
             let moved = moved.clone();
-            if let Some(index) = self
-                .per_topic_mut(&moved.topic)
-                .and_then(|m| m.get_mut(&moved.partition))
-            {
-                *index = i;
+            if let Some(per_topic) = self.per_topic_mut(&moved.topic) {
+                per_topic.set(moved.partition, i);
             }
         }
         Some(v)
@@ -149,11 +220,8 @@ impl<V> PartitionMap<V> {
         self.slots.retain(|(tp, _)| &*tp.topic != topic);
         for i in 0..self.slots.len() {
             let tp = self.slots[i].0.clone();
-            if let Some(index) = self
-                .per_topic_mut(&tp.topic)
-                .and_then(|m| m.get_mut(&tp.partition))
-            {
-                *index = i;
+            if let Some(per_topic) = self.per_topic_mut(&tp.topic) {
+                per_topic.set(tp.partition, i);
             }
         }
     }
@@ -170,20 +238,21 @@ impl<V> PartitionMap<V> {
         self.sorted_topics()
             .into_iter()
             .filter_map(|t| self.topics.get(t))
-            .flat_map(|(_, per_topic)| per_topic.values())
-            .filter_map(|&i| self.slots.get(i).map(|(tp, v)| (tp, v)))
+            .flat_map(|(_, per_topic)| per_topic.slots())
+            .filter_map(|i| self.slots.get(i).map(|(tp, v)| (tp, v)))
     }
 
     /// Every value, ordered by topic name, then partition, consuming the map.
     pub(crate) fn into_values(self) -> impl Iterator<Item = V> {
         let order = self.sorted_topics();
-        let mut topics: Vec<Option<BTreeMap<i32, usize>>> =
-            self.topics.into_iter().map(|(_, m)| Some(m)).collect();
-        let mut slots: Vec<Option<V>> = self.slots.into_iter().map(|(_, v)| Some(v)).collect();
-        order
+        let slot_order: Vec<usize> = order
             .into_iter()
-            .filter_map(move |t| topics.get_mut(t).and_then(Option::take))
-            .flat_map(BTreeMap::into_values)
+            .filter_map(|t| self.topics.get(t))
+            .flat_map(|(_, per_topic)| per_topic.slots())
+            .collect();
+        let mut slots: Vec<Option<V>> = self.slots.into_iter().map(|(_, v)| Some(v)).collect();
+        slot_order
+            .into_iter()
             .filter_map(move |i| slots.get_mut(i).and_then(Option::take))
     }
 }
@@ -202,8 +271,15 @@ mod tests {
         let mut x: u32 = 7;
         for step in 0..3000u32 {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            let tp =
-                TopicPartition::new(topics[(x >> 8) as usize % 3].clone(), (x >> 12) as i32 % 40);
+            // Mostly dense partition indexes, some outside the dense range.
+            let partition = match (x >> 12) % 44 {
+                40 => -3,
+                41 => DENSE_LIMIT + 5,
+                42 => i32::MIN,
+                43 => i32::MAX,
+                n => n as i32,
+            };
+            let tp = TopicPartition::new(topics[(x >> 8) as usize % 3].clone(), partition);
             match (x >> 20) % 4 {
                 0 => assert_eq!(map.remove(&tp), reference.remove(&tp)),
                 1 => *map.get_or_insert_with(&tp, || 0) += step,
