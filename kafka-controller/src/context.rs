@@ -5,8 +5,9 @@
 //! queued for deletion and topic ids.
 //!
 //! Everything here is plain data: loading it from the coordination store (K6.7) and keeping
-//! it in step with the store is the event loop's job. All maps are ordered so that every pass
-//! over the context is deterministic.
+//! it in step with the store is the event loop's job. All maps iterate in order (the
+//! per-partition ones by topic name, then partition, held per topic for fast lookups) so that
+//! every pass over the context is deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
