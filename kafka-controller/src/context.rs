@@ -5,8 +5,9 @@
 //! queued for deletion and topic ids.
 //!
 //! Everything here is plain data: loading it from the coordination store (K6.7) and keeping
-//! it in step with the store is the event loop's job. All maps are ordered so that every pass
-//! over the context is deterministic.
+//! it in step with the store is the event loop's job. All maps iterate in order (the
+//! per-partition ones by topic name, then partition, held per topic for fast lookups) so that
+//! every pass over the context is deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use kafka_wire::Uuid;
 
+use crate::partition_map::PartitionMap;
 use crate::partition_state_machine::PartitionState;
 use crate::replica_state_machine::ReplicaState;
 
@@ -339,9 +341,10 @@ pub struct ControllerContext {
     assignments: BTreeMap<Arc<str>, BTreeMap<i32, ReplicaAssignment>>,
     topic_ids: BTreeMap<String, Uuid>,
     unclean_topics: BTreeSet<String>,
-    leadership: BTreeMap<TopicPartition, PartitionLeadership>,
-    partition_states: BTreeMap<TopicPartition, PartitionState>,
-    replica_states: BTreeMap<PartitionReplica, ReplicaState>,
+    leadership: PartitionMap<PartitionLeadership>,
+    partition_states: PartitionMap<PartitionState>,
+    /// Per partition, the state of each replica that has one (in no particular order).
+    replica_states: PartitionMap<Vec<(BrokerId, ReplicaState)>>,
     topics_to_delete: BTreeSet<String>,
     topics_ineligible_for_deletion: BTreeSet<String>,
     partitions_being_reassigned: BTreeSet<TopicPartition>,
@@ -395,7 +398,7 @@ impl ControllerContext {
     pub fn stats(&self) -> ControllerStats {
         let mut offline = 0;
         let mut imbalance = 0;
-        for (tp, lead) in &self.leadership {
+        for (tp, lead) in self.leadership.iter() {
             if lead.leader < 0 || !self.live.contains(&lead.leader) {
                 offline += 1;
             }
@@ -730,9 +733,9 @@ impl ControllerContext {
         self.unclean_topics.remove(topic);
         self.topics_to_delete.remove(topic);
         self.topics_ineligible_for_deletion.remove(topic);
-        self.leadership.retain(|tp, _| &*tp.topic != topic);
-        self.partition_states.retain(|tp, _| &*tp.topic != topic);
-        self.replica_states.retain(|r, _| &*r.tp.topic != topic);
+        self.leadership.remove_topic(topic);
+        self.partition_states.remove_topic(topic);
+        self.replica_states.remove_topic(topic);
         self.partitions_being_reassigned
             .retain(|tp| &*tp.topic != topic);
         for dirs in self.replicas_on_offline_dirs.values_mut() {
@@ -816,19 +819,29 @@ impl ControllerContext {
     /// A replica's state; replicas never seen are NonExistent.
     pub fn replica_state(&self, r: &PartitionReplica) -> ReplicaState {
         self.replica_states
-            .get(r)
-            .copied()
-            .unwrap_or(ReplicaState::NonExistent)
+            .get(&r.tp)
+            .and_then(|states| states.iter().find(|(b, _)| *b == r.replica))
+            .map_or(ReplicaState::NonExistent, |(_, s)| *s)
     }
 
     /// Sets a replica's state.
     pub fn put_replica_state(&mut self, r: PartitionReplica, state: ReplicaState) {
-        self.replica_states.insert(r, state);
+        let states = self.replica_states.get_or_insert_with(&r.tp, Vec::new);
+        match states.iter_mut().find(|(b, _)| *b == r.replica) {
+            Some((_, s)) => *s = state,
+            None => states.push((r.replica, state)),
+        }
     }
 
     /// Forgets a replica's state (NonExistentReplica).
     pub fn remove_replica_state(&mut self, r: &PartitionReplica) {
-        self.replica_states.remove(r);
+        let Some(states) = self.replica_states.get_mut(&r.tp) else {
+            return;
+        };
+        states.retain(|(b, _)| *b != r.replica);
+        if states.is_empty() {
+            self.replica_states.remove(&r.tp);
+        }
     }
 
     // ---- deletion and reassignment bookkeeping -------------------------------------------

@@ -84,6 +84,7 @@ pub mod context;
 pub mod controller;
 pub use ha_coordination as coordination;
 pub mod election;
+mod partition_map;
 pub mod partition_state_machine;
 pub mod reassignment;
 pub mod rebalance;

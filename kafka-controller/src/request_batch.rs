@@ -11,9 +11,10 @@ use std::sync::Arc;
 use kafka_wire::Uuid;
 
 use crate::context::{
-    BrokerId, BrokerInfo, ControllerContext, LeaderRecoveryState, ReplicaAssignment,
-    TopicPartition, EPOCH_DURING_DELETE, LEADER_DURING_DELETE, NO_EPOCH,
+    BrokerId, BrokerInfo, ControllerContext, LeaderRecoveryState, PartitionLeadership,
+    ReplicaAssignment, TopicPartition, EPOCH_DURING_DELETE, LEADER_DURING_DELETE, NO_EPOCH,
 };
+use crate::partition_map::PartitionMap;
 
 /// The state of one partition in a LeaderAndIsr request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,10 +170,10 @@ pub struct BatchNotEmpty;
 /// Requests accumulated by one state-machine pass.
 #[derive(Clone, Debug, Default)]
 pub struct ControllerBrokerRequestBatch {
-    leader_and_isr: BTreeMap<BrokerId, BTreeMap<TopicPartition, LeaderAndIsrPartitionState>>,
-    stop_replica: BTreeMap<BrokerId, BTreeMap<TopicPartition, StopReplicaPartitionState>>,
+    leader_and_isr: BTreeMap<BrokerId, PartitionMap<LeaderAndIsrPartitionState>>,
+    stop_replica: BTreeMap<BrokerId, PartitionMap<StopReplicaPartitionState>>,
     update_metadata_brokers: BTreeSet<BrokerId>,
-    update_metadata_partitions: BTreeMap<TopicPartition, UpdateMetadataPartitionState>,
+    update_metadata_partitions: PartitionMap<UpdateMetadataPartitionState>,
 }
 
 impl ControllerBrokerRequestBatch {
@@ -261,7 +262,7 @@ impl ControllerBrokerRequestBatch {
                 self.update_metadata_brokers.insert(b.id);
             }
         }
-        self.add_update_metadata(ctx, &[], std::slice::from_ref(tp));
+        self.add_update_metadata_partition(ctx, tp, lead, &assignment.replicas);
     }
 
     /// Queues a StopReplica for `tp` to `brokers`; `delete` is OR-merged. The leader epoch is
@@ -331,6 +332,19 @@ impl ControllerBrokerRequestBatch {
                 continue;
             };
             let replicas = &ctx.partition_assignment(tp).unwrap_or(&empty).replicas;
+            self.add_update_metadata_partition(ctx, tp, lead, replicas);
+        }
+    }
+
+    /// The UpdateMetadata state of `tp` from its cached leadership `lead` and its replicas.
+    fn add_update_metadata_partition(
+        &mut self,
+        ctx: &ControllerContext,
+        tp: &TopicPartition,
+        lead: &PartitionLeadership,
+        replicas: &[BrokerId],
+    ) {
+        {
             let offline = |r: &BrokerId| !ctx.is_replica_online_for(tp, *r, false);
             let leader = if ctx.is_topic_queued_for_deletion(&tp.topic) {
                 LEADER_DURING_DELETE
@@ -345,7 +359,8 @@ impl ControllerBrokerRequestBatch {
                     s.leader_epoch = lead.leader_epoch;
                     s.isr.clone_from(&lead.isr);
                     s.zk_version = lead.partition_epoch;
-                    s.replicas.clone_from(replicas);
+                    s.replicas.clear();
+                    s.replicas.extend_from_slice(replicas);
                     s.offline_replicas.clear();
                     s.offline_replicas
                         .extend(replicas.iter().copied().filter(offline));
@@ -360,7 +375,7 @@ impl ControllerBrokerRequestBatch {
                             leader_epoch: lead.leader_epoch,
                             isr: lead.isr.clone(),
                             zk_version: lead.partition_epoch,
-                            replicas: replicas.clone(),
+                            replicas: replicas.to_vec(),
                             offline_replicas: replicas.iter().copied().filter(offline).collect(),
                         },
                     );

@@ -104,9 +104,10 @@ impl Active {
             }
             // One removal per partition per round: two replicas of one partition would race
             // on the same znode version.
-            let mut seen = std::collections::BTreeSet::new();
-            let (now, later): (Vec<_>, Vec<_>) =
-                pending.into_iter().partition(|r| seen.insert(r.tp.clone()));
+            let mut seen = crate::partition_map::PartitionMap::default();
+            let (now, later): (Vec<_>, Vec<_>) = pending
+                .into_iter()
+                .partition(|r| seen.insert(r.tp.clone(), ()).is_none());
             let tps: Vec<TopicPartition> = now.iter().map(|r| r.tp.clone()).collect();
             let reads = self.store.read_states(&tps).await;
             let mut planned = Vec::new();

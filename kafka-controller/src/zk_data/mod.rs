@@ -53,6 +53,7 @@ mod controller;
 mod error;
 mod kafka_zk;
 mod kafka_zk_topics;
+mod partition_state_json;
 pub mod paths;
 mod topic;
 mod topic_id;

@@ -115,12 +115,18 @@ impl PartitionStateZNode {
 
     /// Decodes the znode's JSON.
     pub fn from_json(bytes: &[u8]) -> Result<PartitionStateZNode, ZkDataError> {
-        super::error::decode("partition state", bytes)
+        match super::partition_state_json::decode(bytes) {
+            Some(z) => Ok(z),
+            None => super::error::decode("partition state", bytes),
+        }
     }
 
     /// Encodes the znode's JSON.
     pub fn to_json(&self) -> Result<Vec<u8>, ZkDataError> {
-        super::error::encode("partition state", self)
+        match super::partition_state_json::encode(self) {
+            Some(json) => Ok(json),
+            None => super::error::encode("partition state", self),
+        }
     }
 }
 
