@@ -159,6 +159,26 @@ impl AdminClient {
         &self,
         topics: Option<&[String]>,
     ) -> Result<MetadataResponse, AdminClientError> {
+        self.metadata_at(self.bootstrap, topics).await
+    }
+
+    /// Metadata of `topics` from the active controller's broker: the one whose cache already
+    /// holds what a CreateTopics or CreatePartitions it answered made (the other brokers learn
+    /// it from the controller's UpdateMetadata a moment later, as in Kafka).
+    pub async fn controller_metadata(
+        &self,
+        topics: Option<&[String]>,
+    ) -> Result<MetadataResponse, AdminClientError> {
+        let addr = self.controller().await?;
+        self.metadata_at(addr, topics).await
+    }
+
+    /// Metadata of `topics` (`None`: all of them) from the broker at `addr`.
+    async fn metadata_at(
+        &self,
+        addr: SocketAddr,
+        topics: Option<&[String]>,
+    ) -> Result<MetadataResponse, AdminClientError> {
         let body = RequestBody::Metadata(MetadataRequest {
             topics: topics.map(|t| {
                 t.iter()
@@ -173,9 +193,9 @@ impl AdminClient {
             allow_auto_topic_creation: false,
             ..Default::default()
         });
-        match self.send(self.bootstrap, body).await? {
+        match self.send(addr, body).await? {
             ResponseBody::Metadata(m) => Ok(m),
-            _ => Err(self.link(self.bootstrap, LinkError::UnexpectedResponse)),
+            _ => Err(self.link(addr, LinkError::UnexpectedResponse)),
         }
     }
 

@@ -86,8 +86,20 @@ async fn ha_admin_bootstrap_server_creates_describes_reassigns_elects_lists_and_
         out.stderr
     );
 
-    let out = admin(&cluster, other, &["describe", "ledger"]).await;
-    assert!(out.ok, "{}", out.stderr);
+    // The broker asked learns the new topic from the controller's UpdateMetadata, which may
+    // come a moment after the controller's broker answered CreateTopics (as in Kafka).
+    let mut out = admin(&cluster, other, &["describe", "ledger"]).await;
+    cluster
+        .eventually(
+            "the asked broker's metadata has both partitions",
+            async |c| {
+                out = admin(c, other, &["describe", "ledger"]).await;
+                out.ok
+                    && out.stdout.matches("\tPartition: ").count() == 2
+                    && !out.stdout.contains("Leader: none")
+            },
+        )
+        .await;
     assert!(
         out.stdout
             .contains("Topic: ledger\tPartitionCount: 2\tReplicationFactor: 2"),

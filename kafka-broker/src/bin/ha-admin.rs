@@ -386,9 +386,10 @@ async fn through_broker(client: &AdminClient, command: Command) -> Result<(), St
                 .create_topic(&name, partitions, rf, &configs)
                 .await
                 .map_err(e)?;
-            // The broker answered once every partition had a leader: show the assignment.
+            // The controller's broker answered once every partition had a leader in its
+            // metadata: show the assignment from there.
             let m = client
-                .metadata(Some(std::slice::from_ref(&name)))
+                .controller_metadata(Some(std::slice::from_ref(&name)))
                 .await
                 .map_err(e)?;
             let mut shown: Vec<(i32, String)> = m
