@@ -33,6 +33,7 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use zab_core::discovery::QuorumPacket;
+use zab_core::notification::Notification;
 use zab_core::txnlog::Txn;
 use zab_core::{
     DecisionPath, QuorumHierarchical, QuorumMaj, QuorumVerifier, ServerEntry, ServerId,
@@ -481,10 +482,36 @@ impl Ensemble {
         }
     }
 
+    /// Remembers the initial vote of a voter for the round of a LOOKING notification it sends
+    /// (Z5 check). One step may take a server through several rounds (going LOOKING, then a
+    /// kept vote of a later round replayed at once), so the rounds it sends in are recorded
+    /// too, not only the round it ends the step in. A LOOKING server's history does not
+    /// change, so its own `(currentEpoch, zxid, sid)` now is its initial vote of that round.
+    fn record_init_of_vote(&mut self, from: ServerId, bytes: &[u8]) {
+        if !self.qv.is_voter(from) {
+            return;
+        }
+        let Ok(n) = Notification::decode(bytes) else {
+            return;
+        };
+        if n.state != ServerState::Looking {
+            return;
+        }
+        let Some(slot) = self.slots.get(&from) else {
+            return;
+        };
+        let (e, z) = slot.durable.recency();
+        self.inits
+            .entry((from, n.election_epoch))
+            .or_default()
+            .insert((e, z, from.0));
+    }
+
     fn handle_outs(&mut self, from: ServerId, outs: Outbox) -> Result<(), ZabViolation> {
         for o in outs {
             match o {
                 Out::Vote { to, bytes } => {
+                    self.record_init_of_vote(from, &bytes);
                     if self.slots.contains_key(&to) {
                         let (a, b) = (nid(from), nid(to));
                         self.net
