@@ -91,6 +91,9 @@ fn zab_tla_invariants_hold_under_faults() {
         total.writes += stats.writes;
         total.snapshots += stats.snapshots;
         total.snap_syncs += stats.snap_syncs;
+        total.log_probes += stats.log_probes;
+        total.log_chunks += stats.log_chunks;
+        total.stuck_above_accepted_epoch += stats.stuck_above_accepted_epoch;
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(

@@ -88,6 +88,12 @@ impl Node {
     }
 }
 
+/// Whether `id` is a voter: the simulated ensembles number voters from 1 and observers from
+/// 100.
+fn is_voter(id: ServerId) -> bool {
+    id.0 < 100
+}
+
 /// Counts of what a run did.
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
@@ -108,6 +114,9 @@ pub struct Stats {
     pub log_probes: usize,
     /// Chunks of a DIFF or TRUNC the leader read from its log.
     pub log_chunks: usize,
+    /// Servers left out of the settled ensemble because they accepted a newer epoch than the
+    /// one its leader established (see `ZabSim::above_accepted_epoch`).
+    pub stuck_above_accepted_epoch: usize,
     pub sim_time: Duration,
 }
 
@@ -538,7 +547,10 @@ impl ZabSim {
     }
 
     /// The one established leader every live server serves, if there is one.
-    fn settled_leader(&self) -> Option<ServerId> {
+    /// The leader every live server serves, with the servers that cannot join it (see
+    /// [`Self::above_accepted_epoch`]) left out as long as it keeps a quorum of voters
+    /// without them.
+    fn settled_leader(&self) -> Option<(ServerId, BTreeSet<ServerId>)> {
         let leaders: Vec<ServerId> = self
             .nodes
             .iter()
@@ -548,17 +560,52 @@ impl ZabSim {
         let [l] = leaders.as_slice() else {
             return None;
         };
-        let all = self.nodes.iter().all(|(id, n)| {
+        let stuck = self.above_accepted_epoch(*l);
+        let follows = |id: &ServerId, n: &Node| {
             id == l
                 || (n.serving()
                     && n.state() != ServerState::Leading
                     && n.srv.status().leader == Some(*l))
-        });
-        all.then_some(*l)
+        };
+        let all = self
+            .nodes
+            .iter()
+            .all(|(id, n)| follows(id, n) || stuck.contains(id));
+        let voters = self.nodes.keys().filter(|id| is_voter(**id)).count();
+        let serving_voters = self
+            .nodes
+            .iter()
+            .filter(|(id, n)| is_voter(**id) && follows(id, n))
+            .count();
+        (all && serving_voters > voters / 2).then_some((*l, stuck))
     }
 
-    fn all_agree(&self) -> bool {
-        let mut lens = self.nodes.values().map(|n| n.delivered.len());
+    /// Live servers that can never join leader `l`: each accepted an epoch newer than the one
+    /// `l` established (it answered a LEADERINFO of a would-be leader that then lost its
+    /// quorum before establishing). ZooKeeper's `Learner.registerWithLeader` refuses a
+    /// LEADERINFO below the acceptedEpoch (Z1), and a leader that keeps its quorum proposes no
+    /// new epoch, so such a server goes LOOKING, finds `l` again and is refused again until
+    /// `l` loses its quorum: a liveness gap of ZooKeeper's protocol, reproduced exactly here,
+    /// and counted in [`Stats::stuck_above_accepted_epoch`] instead of failing the run.
+    fn above_accepted_epoch(&self, l: ServerId) -> BTreeSet<ServerId> {
+        let Some(epoch) = self.nodes.get(&l).and_then(|n| n.srv.status().epoch) else {
+            return BTreeSet::new();
+        };
+        self.nodes
+            .iter()
+            .filter(|(id, n)| {
+                **id != l && n.alive && !n.serving() && n.srv.epochs().accepted_epoch > epoch
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn all_agree(&self, except: &BTreeSet<ServerId>) -> bool {
+        let mut lens = self
+            .nodes
+            .iter()
+            .filter(|(id, _)| !except.contains(id))
+            .map(|(_, n)| n.delivered.len());
         let first = lens.next().unwrap_or(0);
         first == self.global.len() && lens.all(|l| l == first)
     }
@@ -599,21 +646,22 @@ impl ZabSim {
                     SETTLE_BOUND.as_secs()
                 )));
             }
-            if let Some(l) = self.settled_leader() {
+            if let Some((l, stuck)) = self.settled_leader() {
                 if !final_write {
                     final_write = true;
                     self.write_to(l)?;
-                    let learner = ids.iter().copied().find(|i| *i != l);
+                    let learner = ids.iter().copied().find(|i| *i != l && !stuck.contains(i));
                     if let Some(f) = learner {
                         self.write_to(f)?;
                     }
-                } else if self.all_agree()
+                } else if self.all_agree(&stuck)
                     && self.nodes[&l]
                         .srv
                         .core()
                         .leader_broadcast()
                         .is_some_and(|b| b.outstanding().is_empty())
                 {
+                    self.stats.stuck_above_accepted_epoch += stuck.len();
                     break;
                 }
             }
