@@ -248,6 +248,8 @@ impl Server {
                 self.core
                     .handle(now, PeerInput::SnapshotRead { learner, snapshot });
             }
+            // The in-process wire does not limit what waits on it.
+            PeerAction::AwaitDrain(learner) => self.core.handle(now, PeerInput::Drained(learner)),
             _ => {}
         }
     }

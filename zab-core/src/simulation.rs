@@ -285,6 +285,11 @@ impl SimServer {
                 self.core
                     .handle(now, PeerInput::SnapshotRead { learner, snapshot });
             }
+            // The simulated network queues without bound: drained at once.
+            PeerAction::AwaitDrain(learner) => {
+                let learner = *learner;
+                self.core.handle(now, PeerInput::Drained(learner));
+            }
             // The network's and the observers' part: the simulator's.
             _ => {}
         }

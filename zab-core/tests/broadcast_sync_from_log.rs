@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zab_core::broadcast::{LearnerOptions, COMMIT_LOG_COUNT};
+use zab_core::broadcast::{LearnerOptions, COMMIT_LOG_COUNT, SNAP_CHUNK};
 use zab_core::discovery::{
     packet_type, DiscoveryAction, LeaderDiscovery, LearnerDiscovery, QuorumPacket, Timing,
-    LOG_READ_CHUNK_TXNS,
+    LOG_READ_CHUNK_TXNS, SNAP_PACKETS_PER_BATCH,
 };
 use zab_core::store::PersistedEpochs;
 use zab_core::txnlog::{read_committed_window, read_for_sync, MemoryTxnLog, Snapshot, Txn, TxnLog};
@@ -40,6 +40,7 @@ struct Reads {
     probes: usize,
     chunks: Vec<(usize, u64)>,
     snapshots: usize,
+    drains: usize,
 }
 
 /// Delivers packets between the leader (3) and its learners until quiet, carrying out the
@@ -81,6 +82,10 @@ fn pump(
                 DiscoveryAction::ReadSnapshot(learner) => {
                     reads.snapshots += 1;
                     leader.snapshot_read(learner, log.latest_snapshot().unwrap());
+                }
+                DiscoveryAction::AwaitDrain(learner) => {
+                    reads.drains += 1;
+                    leader.drained(t, learner);
                 }
                 _ => {}
             }
@@ -236,6 +241,41 @@ fn z_learner_older_than_the_log_gets_the_snapshot_read_on_demand() {
     assert_eq!(proposals, zxids(1, 1001..=2000));
     assert!(newleader_last);
     assert_eq!((reads.probes, reads.snapshots), (1, 1));
+}
+
+#[test]
+fn z2_a_snapshot_larger_than_one_batch_goes_out_a_batch_at_a_time_after_each_drain() {
+    // 133 chunks of 1 MiB and the header: batches of 64, 64 and 6 packets, two drains asked.
+    let t = Instant::now();
+    let mut log = MemoryTxnLog::new();
+    log.append(&(1..=2000).map(|c| txn(1, c)).collect::<Vec<_>>())
+        .unwrap();
+    let chunks = 2 * SNAP_PACKETS_PER_BATCH + 5;
+    log.save_snapshot(&Snapshot {
+        zxid: Zxid::new(1, 1000),
+        data: vec![7u8; chunks * SNAP_CHUNK].into(),
+    })
+    .unwrap();
+    log.purge(Zxid::new(1, 1000)).unwrap();
+    let (mut leader, mut learners) = ensemble(
+        t,
+        &log,
+        epochs(1, Zxid::new(1, 2000)),
+        [epochs(1, Zxid::new(1, 10)), epochs(1, Zxid::new(1, 2000))],
+    );
+    let mut reads = Reads::default();
+    let received = pump(t, &mut leader, &log, &mut learners, &mut reads);
+    assert!(leader.is_established());
+    let snaps = received[&1]
+        .iter()
+        .filter(|p| p.kind == packet_type::SNAP)
+        .count();
+    assert_eq!(snaps, chunks + 1);
+    let (kind, zxid, proposals, newleader_last) = sync_of(&received[&1]);
+    assert_eq!((kind, zxid), (packet_type::SNAP, Zxid::new(1, 1000).0));
+    assert_eq!(proposals, zxids(1, 1001..=2000));
+    assert!(newleader_last);
+    assert_eq!((reads.probes, reads.snapshots, reads.drains), (1, 1, 2));
 }
 
 #[test]

@@ -29,7 +29,7 @@ pub use action::{BroadcastAction, BroadcastError};
 pub use leader::LeaderBroadcast;
 pub use learner::{LearnerBroadcast, LearnerOptions};
 pub use sync::{
-    choose_sync, diff_exceeds_snapshot_factor, leader_sync_packets, snap_packets, sync_weight,
-    LogRead, SnapshotInfo, SyncPlan, COMMIT_LOG_COUNT, SNAPSHOT_SIZE_FACTOR, SNAP_CHUNK,
-    SNAP_HEADER_LEN,
+    choose_sync, diff_exceeds_snapshot_factor, leader_sync_packets, snap_packet_count,
+    snap_packets, sync_weight, LogRead, SnapshotInfo, SyncPlan, COMMIT_LOG_COUNT,
+    SNAPSHOT_SIZE_FACTOR, SNAP_CHUNK, SNAP_HEADER_LEN,
 };

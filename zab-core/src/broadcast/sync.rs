@@ -270,6 +270,11 @@ pub const SNAP_CHUNK: usize = MAX_PACKET_DATA;
 /// Length of the data of the SNAP header packet: the snapshot's size, an `i64` big-endian.
 pub const SNAP_HEADER_LEN: usize = 8;
 
+/// How many packets [`snap_packets`] makes of `snapshot`: the header and its chunks.
+pub fn snap_packet_count(snapshot: &Snapshot) -> usize {
+    1 + snapshot.data.len().div_ceil(SNAP_CHUNK)
+}
+
 /// The SNAP of `snapshot` between two of our peers: a header `SNAP(zxid, data = i64 size)`,
 /// then `ceil(size / SNAP_CHUNK)` packets `SNAP(zxid, data = chunk)` in order. The learner
 /// assembles the chunks and restores the snapshot only once the last byte of `size` arrived.

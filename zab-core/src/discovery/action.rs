@@ -54,6 +54,11 @@ pub enum DiscoveryAction {
     /// The leader syncs `learner` by SNAP: read the newest snapshot and give it to
     /// [`LeaderDiscovery::snapshot_read`](super::LeaderDiscovery::snapshot_read).
     ReadSnapshot(ServerId),
+    /// The leader sent `learner` a batch of its SNAP and has more: once what waits for that
+    /// learner in the transport has drained, call
+    /// [`LeaderDiscovery::drained`](super::LeaderDiscovery::drained) (flow control only; an
+    /// embedder without a transport queue may call it at once).
+    AwaitDrain(ServerId),
     /// Give up and go back to LOOKING (Z6, Z8).
     Abandon {
         /// Why.

@@ -26,8 +26,8 @@ use tracing::{debug, info, warn};
 
 use super::action::{DiscoveryAction, Timing};
 use crate::broadcast::{
-    choose_sync, diff_exceeds_snapshot_factor, leader_sync_packets, snap_packets, sync_weight,
-    BroadcastAction, LogRead, COMMIT_LOG_COUNT,
+    choose_sync, diff_exceeds_snapshot_factor, leader_sync_packets, snap_packet_count,
+    snap_packets, sync_weight, BroadcastAction, LogRead, COMMIT_LOG_COUNT,
 };
 use crate::packet::QuorumPacket;
 use crate::packet::{
@@ -68,6 +68,8 @@ struct Learner {
     last_zxid: i64,
     /// Where its sync from the log stands, while one runs.
     sync: Option<LogSync>,
+    /// The snapshot being sent to it, while [`LogSync::SnapPackets`].
+    snapshot: Option<Snapshot>,
 }
 
 /// A learner's sync from the transaction log, one read at a time.
@@ -79,7 +81,15 @@ enum LogSync {
     Reading { cursor: Zxid },
     /// Waiting for the snapshot.
     Snapshot,
+    /// Sending the snapshot: the first `sent` of its packets (header, chunks) went out, the
+    /// next ones follow the [`DiscoveryAction::AwaitDrain`] asked for.
+    SnapPackets { sent: usize },
 }
+
+/// Most SNAP packets (1 MiB chunks, the first one a size header) sent to a learner before the
+/// next ones wait for a [`DiscoveryAction::AwaitDrain`]: a snapshot of any size reaches the
+/// transport a few dozen packets at a time, never all at once.
+pub const SNAP_PACKETS_PER_BATCH: usize = 64;
 
 /// For a learner whose last zxid `peer_last` is not a point of our history the log continues
 /// from (a transaction of an abandoned epoch): the newest point below it that we share, from
@@ -502,10 +512,58 @@ impl LeaderDiscovery {
             self.drop_learner(learner);
             return;
         };
-        for p in snap_packets(&s) {
+        if let Some(l) = self.learners.get_mut(&learner) {
+            l.snapshot = Some(s);
+            l.sync = Some(LogSync::SnapPackets { sent: 0 });
+        }
+        self.send_snap_batch(learner);
+    }
+
+    /// The answer, at `now`, to a [`DiscoveryAction::AwaitDrain`] for `learner`: what was
+    /// sent to it before has been taken in, so the next SNAP packets go out. One that no longer
+    /// fits the learner's sync is ignored. Like a log read, it counts as a sign of life of a
+    /// learner being synced.
+    pub fn drained(&mut self, now: Instant, learner: ServerId) {
+        if self.phase == Phase::Abandoned {
+            return;
+        }
+        match self.learners.get_mut(&learner) {
+            Some(l) if matches!(l.sync, Some(LogSync::SnapPackets { .. })) => {
+                l.last_heard = now;
+                self.send_snap_batch(learner);
+            }
+            _ => debug!(sid = learner.0, "drained ignored"),
+        }
+    }
+
+    /// Sends `learner` the next [`SNAP_PACKETS_PER_BATCH`] packets of its snapshot, then asks
+    /// for [`DiscoveryAction::AwaitDrain`] while some are left, or goes on with the
+    /// transactions after the snapshot once all are sent.
+    fn send_snap_batch(&mut self, learner: ServerId) {
+        let Some(l) = self.learners.get(&learner) else {
+            return;
+        };
+        let (Some(LogSync::SnapPackets { sent }), Some(s)) = (l.sync, l.snapshot.clone()) else {
+            return;
+        };
+        let batch: Vec<QuorumPacket> = snap_packets(&s)
+            .skip(sent)
+            .take(SNAP_PACKETS_PER_BATCH)
+            .collect();
+        let sent = sent + batch.len();
+        let done = sent >= snap_packet_count(&s);
+        for p in batch {
             self.send(learner, p);
         }
-        self.continue_log_sync(learner, s.zxid);
+        if done {
+            if let Some(l) = self.learners.get_mut(&learner) {
+                l.snapshot = None;
+            }
+            self.continue_log_sync(learner, s.zxid);
+        } else {
+            self.set_sync(learner, Some(LogSync::SnapPackets { sent }));
+            self.actions.push_back(DiscoveryAction::AwaitDrain(learner));
+        }
     }
 
     /// Z1: once FOLLOWERINFO from a quorum (with us) arrived, fix `max(acceptedEpoch) + 1`.
@@ -618,6 +676,7 @@ impl LeaderDiscovery {
                         last_heard: now,
                         last_zxid: 0,
                         sync: None,
+                        snapshot: None,
                     },
                 );
                 self.epoch_ackers.remove(&from);

@@ -13,5 +13,7 @@ pub use crate::packet::{
     MAX_AUTH_ENTRIES, MAX_AUTH_STRING, MAX_PACKET_DATA,
 };
 pub use action::{DiscoveryAction, Timing};
-pub use leader::{LeaderDiscovery, LOG_READ_CHUNK_BYTES, LOG_READ_CHUNK_TXNS};
+pub use leader::{
+    LeaderDiscovery, LOG_READ_CHUNK_BYTES, LOG_READ_CHUNK_TXNS, SNAP_PACKETS_PER_BATCH,
+};
 pub use learner::LearnerDiscovery;

@@ -92,6 +92,9 @@ pub enum PeerInput {
         /// The snapshot.
         snapshot: Option<Snapshot>,
     },
+    /// The answer to [`PeerAction::AwaitDrain`]: what waited for `learner` in the transport
+    /// has drained.
+    Drained(ServerId),
     /// Time passed: the core acts on every deadline at or before `now`
     /// (see [`PeerCore::next_deadline`](super::PeerCore::next_deadline)).
     Tick,
@@ -216,6 +219,13 @@ pub enum PeerAction {
     /// The leader syncs `learner` by SNAP: read the newest snapshot and give it to the core
     /// with [`PeerInput::SnapshotRead`] (at once or later, as for [`ReadLog`](Self::ReadLog)).
     ReadSnapshot(ServerId),
+    /// The leader sent `learner` a batch of a SNAP
+    /// ([`SNAP_PACKETS_PER_BATCH`](crate::discovery::SNAP_PACKETS_PER_BATCH) packets) and
+    /// has more: answer with [`PeerInput::Drained`] once few enough packets wait for that
+    /// learner in the transport (flow control only: the core decides what is sent; an
+    /// embedder whose transport does not queue may answer at once). So a snapshot of any size
+    /// goes out a batch at a time and never overflows a connection's queue.
+    AwaitDrain(ServerId),
     /// The election decided (a report: nothing to carry out). A [`Status`](Self::Status) with
     /// the new role follows.
     Decided(Decision),

@@ -319,6 +319,11 @@ impl PeerCore {
                     d.snapshot_read(learner, snapshot);
                 }
             }
+            PeerInput::Drained(learner) => {
+                if let Role::Leader(d) = &mut self.role {
+                    d.drained(now, learner);
+                }
+            }
             PeerInput::Tick => {
                 if !self.started && self.grace_end.is_some_and(|g| g <= now) {
                     self.start_election(now);
@@ -602,6 +607,7 @@ impl PeerCore {
                 max_txns,
             }),
             DiscoveryAction::ReadSnapshot(s) => self.out.push_back(PeerAction::ReadSnapshot(s)),
+            DiscoveryAction::AwaitDrain(s) => self.out.push_back(PeerAction::AwaitDrain(s)),
             other => {
                 self.barrier();
                 self.on_ordered_action(now, other);
@@ -631,7 +637,9 @@ impl PeerCore {
             }
             DiscoveryAction::Zab(a) => self.on_log_action(a),
             DiscoveryAction::Send { to, packet } => self.send(to, packet),
-            DiscoveryAction::ReadLog { .. } | DiscoveryAction::ReadSnapshot(_) => {
+            DiscoveryAction::ReadLog { .. }
+            | DiscoveryAction::ReadSnapshot(_)
+            | DiscoveryAction::AwaitDrain(_) => {
                 debug!(sid = self.cfg.my_id.0, action = ?a, "read action out of place");
             }
         }

@@ -132,6 +132,8 @@ pub struct QuorumPeer<T: Transport, S: ElectionStore> {
     in_flight: Option<InFlightSync>,
     /// `ReadLog` requests waiting for their learner's transport backlog to drain.
     held_reads: Vec<HeldRead>,
+    /// Learners of a [`PeerAction::AwaitDrain`] whose transport backlog has not drained yet.
+    held_drains: Vec<ServerId>,
 }
 
 /// A [`PeerAction::ReadLog`] not answered yet.
@@ -317,6 +319,7 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             group: GroupCommit::default(),
             in_flight: None,
             held_reads: Vec::new(),
+            held_drains: Vec::new(),
         })
     }
 
@@ -389,7 +392,8 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
                         self.release(f.group);
                     }
                 }
-                _ = tokio::time::sleep(SYNC_PACE), if !self.held_reads.is_empty() => {}
+                _ = tokio::time::sleep(SYNC_PACE),
+                    if !self.held_reads.is_empty() || !self.held_drains.is_empty() => {}
             }
             self.answer_held_reads()?;
             self.take_ready()?;
@@ -450,6 +454,14 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
     /// Answers the held sync reads whose learner's transport backlog has drained (flow
     /// control only: what is read and sent is the core's choice).
     fn answer_held_reads(&mut self) -> Result<(), PeerError> {
+        for learner in std::mem::take(&mut self.held_drains) {
+            if self.transport.quorum_backlog(learner) > SYNC_BACKLOG {
+                self.held_drains.push(learner);
+            } else {
+                self.core
+                    .handle(Instant::now(), PeerInput::Drained(learner));
+            }
+        }
         if self.held_reads.is_empty() {
             return Ok(());
         }
@@ -481,6 +493,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             PeerAction::ConnectAll => self.transport.connect_all(),
             PeerAction::Send { to, packet } => self.transport.send_quorum(to, packet),
             PeerAction::Close(s) => self.transport.close_quorum(s),
+            PeerAction::AwaitDrain(learner) => {
+                self.held_drains.push(learner);
+                self.answer_held_reads()?;
+            }
             PeerAction::Refuse(s) => self.transport.refuse_quorum(s),
             PeerAction::PersistAcceptedEpoch(e) => self.store.save_accepted_epoch(e).await?,
             PeerAction::PersistCurrentEpoch(e) => self.store.save_current_epoch(e).await?,
