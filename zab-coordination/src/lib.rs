@@ -37,6 +37,7 @@ pub mod codec;
 mod ensemble;
 mod server;
 mod state;
+pub mod zookeeper;
 
 pub use client::{ClientTimeouts, ZabCoordination};
 pub use ensemble::{EnsembleError, EnsembleTransport, ZabEnsemble, ZabEnsembleConfig};
