@@ -60,6 +60,18 @@ pub struct ServerPorts {
     pub election: u16,
 }
 
+/// Which server program the harness starts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ServerProgram {
+    /// Apache ZooKeeper 3.8 (`QuorumPeerMain` from Debian's `zookeeper` package, on Java).
+    #[default]
+    ApacheZooKeeper,
+    /// ha-blocks' `ha-zookeeper` binary (at this path), run as `ha-zookeeper <zoo.cfg>`. It
+    /// reads the same `zoo.cfg` and `myid`.
+    HaZookeeper(PathBuf),
+}
+
 /// Configures and starts a [`ZkEnsemble`].
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `start` is called"]
@@ -75,6 +87,7 @@ pub struct ZkEnsembleBuilder {
     wait_for_quorum: Option<bool>,
     heap_mb: u32,
     hosts: Vec<Host>,
+    program: ServerProgram,
 }
 
 impl Default for ZkEnsembleBuilder {
@@ -91,6 +104,7 @@ impl Default for ZkEnsembleBuilder {
             wait_for_quorum: None,
             heap_mb: 128,
             hosts: Vec::new(),
+            program: ServerProgram::ApacheZooKeeper,
         }
     }
 }
@@ -168,13 +182,28 @@ impl ZkEnsembleBuilder {
         self
     }
 
+    /// Which server program to start (default Apache ZooKeeper).
+    pub fn program(mut self, program: ServerProgram) -> Self {
+        self.program = program;
+        self
+    }
+
     /// Starts the servers and waits until each answers `ruok` (and, see
     /// [`wait_for_quorum`](Self::wait_for_quorum), serves requests).
     pub fn start(self) -> Result<ZkEnsemble, TestkitError> {
         if self.servers == 0 {
             return Err(TestkitError::InvalidConfig("at least one server".into()));
         }
-        let install = Installation::locate()?;
+        let install = match &self.program {
+            ServerProgram::ApacheZooKeeper => Some(Installation::locate()?),
+            ServerProgram::HaZookeeper(bin) if bin.is_file() => None,
+            ServerProgram::HaZookeeper(bin) => {
+                return Err(TestkitError::InvalidConfig(format!(
+                    "no ha-zookeeper binary at {}",
+                    bin.display()
+                )))
+            }
+        };
         let mut last_err = None;
         for _ in 0..START_ATTEMPTS {
             let mut ensemble = ZkEnsemble::prepare(&self, install.clone())?;
@@ -213,7 +242,9 @@ struct Server {
 #[derive(Debug)]
 #[must_use = "dropping the ensemble kills its servers"]
 pub struct ZkEnsemble {
-    install: Installation,
+    /// The Java installation, for Apache ZooKeeper; `None` for `ha-zookeeper`.
+    install: Option<Installation>,
+    program: ServerProgram,
     heap_mb: u32,
     start_timeout: Duration,
     servers: BTreeMap<u64, Server>,
@@ -237,7 +268,10 @@ impl ZkEnsemble {
         Self::start(1)
     }
 
-    fn prepare(b: &ZkEnsembleBuilder, install: Installation) -> Result<ZkEnsemble, TestkitError> {
+    fn prepare(
+        b: &ZkEnsembleBuilder,
+        install: Option<Installation>,
+    ) -> Result<ZkEnsemble, TestkitError> {
         let root = tempfile::Builder::new()
             .prefix("ha-testkit-zk-")
             .tempdir()
@@ -323,6 +357,7 @@ impl ZkEnsemble {
         }
         Ok(ZkEnsemble {
             install,
+            program: b.program.clone(),
             heap_mb: b.heap_mb,
             start_timeout: b.start_timeout,
             servers,
@@ -360,8 +395,11 @@ impl ZkEnsemble {
     }
 
     fn spawn(&mut self, sid: u64) -> Result<(), TestkitError> {
-        let java = self.install.java.clone();
-        let classpath = self.install.classpath.clone();
+        let java = self
+            .install
+            .as_ref()
+            .map(|i| (i.java.clone(), i.classpath.clone()));
+        let program = self.program.clone();
         let heap = self.heap_mb;
         let server = self.server_mut(sid)?;
         if server.child.is_some() {
@@ -376,32 +414,40 @@ impl ZkEnsemble {
         let log_err = log
             .try_clone()
             .map_err(|e| TestkitError::io("duplicate the log handle", e))?;
+        let exe = match (&program, &java) {
+            (ServerProgram::HaZookeeper(bin), _) => bin.clone(),
+            (_, Some((java, _))) => java.clone(),
+            (_, None) => return Err(TestkitError::ZooKeeperMissing("no Java runtime".into())),
+        };
         let mut command = match &server.netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.arg("netns").arg("exec").arg(ns).arg(&java);
+                c.arg("netns").arg("exec").arg(ns).arg(&exe);
                 c
             }
-            None => Command::new(&java),
+            None => Command::new(&exe),
         };
+        if let (ServerProgram::ApacheZooKeeper, Some((_, classpath))) = (&program, &java) {
+            command
+                .arg(format!("-Xmx{heap}m"))
+                .arg("-XX:+UseSerialGC")
+                .arg("-XX:TieredStopAtLevel=1")
+                .arg("-Djava.net.preferIPv4Stack=true")
+                .arg("-Dzookeeper.admin.enableServer=false")
+                .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
+                .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
+                .arg("-cp")
+                .arg(classpath)
+                .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain");
+        }
         command
-            .arg(format!("-Xmx{heap}m"))
-            .arg("-XX:+UseSerialGC")
-            .arg("-XX:TieredStopAtLevel=1")
-            .arg("-Djava.net.preferIPv4Stack=true")
-            .arg("-Dzookeeper.admin.enableServer=false")
-            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
-            .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
-            .arg("-cp")
-            .arg(&classpath)
-            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(server.dir.join("zoo.cfg"))
             .current_dir(&server.dir)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
         let child = ServerProcess::spawn(&mut command)
-            .map_err(|e| TestkitError::io(format!("spawn {}", java.display()), e))?;
+            .map_err(|e| TestkitError::io(format!("spawn {}", exe.display()), e))?;
         server.child = Some(child);
         Ok(())
     }

@@ -97,3 +97,42 @@ pub fn require_zookeeper(test: &str) -> Result<bool, TestkitError> {
         }
     }
 }
+
+/// Environment variable naming the `ha-zookeeper` binary to start.
+pub const HA_ZOOKEEPER_ENV: &str = "HA_ZOOKEEPER_BIN";
+
+/// The `ha-zookeeper` binary (zab-coordination's ZooKeeper server): [`HA_ZOOKEEPER_ENV`] if
+/// set, else `ha-zookeeper` in the cargo target folder the running test binary was built in
+/// (`target/<profile>/`), else in the other profile's folder. Fails, naming the command that
+/// builds it, when there is none: `cargo build -p zab-coordination --bin ha-zookeeper`.
+pub fn ha_zookeeper_binary() -> Result<PathBuf, TestkitError> {
+    if let Some(p) = std::env::var_os(HA_ZOOKEEPER_ENV) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(TestkitError::InvalidConfig(format!(
+                "{HA_ZOOKEEPER_ENV}={} is not a file",
+                p.display()
+            )))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| TestkitError::io("find the test binary", e))?;
+    // target/<profile>/deps/<test> or target/<profile>/<example>
+    let mut candidates = Vec::new();
+    for dir in exe.ancestors().skip(1).take(3) {
+        candidates.push(dir.join("ha-zookeeper"));
+        if let Some(target) = dir.parent() {
+            for profile in ["release", "debug"] {
+                candidates.push(target.join(profile).join("ha-zookeeper"));
+            }
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        TestkitError::InvalidConfig(
+            "no ha-zookeeper binary next to the test binary: build it with \
+             `cargo build -p zab-coordination --bin ha-zookeeper` or set HA_ZOOKEEPER_BIN"
+                .into(),
+        )
+    })
+}

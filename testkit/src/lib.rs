@@ -46,10 +46,13 @@ mod process;
 mod proxy;
 mod python;
 
-pub use ensemble::{ExternalServer, ServerPorts, ZkEnsemble, ZkEnsembleBuilder};
+pub use ensemble::{ExternalServer, ServerPorts, ServerProgram, ZkEnsemble, ZkEnsembleBuilder};
 pub use error::TestkitError;
 pub use four_letter::{four_letter_word, four_letter_word_at, ServerMode, SrvrStats};
-pub use install::{require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV, JAVA_ENV};
+pub use install::{
+    ha_zookeeper_binary, require_zookeeper, zookeeper_available, Installation, CLASSPATH_ENV,
+    HA_ZOOKEEPER_ENV, JAVA_ENV,
+};
 pub use ports::free_ports;
 pub use proxy::TcpProxy;
 pub use python::{python, python_modules_available, require_python, PYTHON_ENV};
