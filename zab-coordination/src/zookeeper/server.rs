@@ -1,1 +1,492 @@
-//! (being written)
+//! [`ZkServer`]: one server of a ZooKeeper-compatible ensemble — a `zab-core`
+//! [`QuorumPeer`] with a file transaction log and ZooKeeper's data tree as its state machine
+//! ([`ZkMachine`]), serving ZooKeeper's client protocol on the client port.
+//!
+//! Each accepted connection is served by [`connection`](super::connection). Besides the
+//! connections the server runs its housekeeping: while its peer leads an established epoch it
+//! tracks every open session (a new leader loads them from its database, as ZooKeeper's does),
+//! closes the sessions the tracker expires through a committed `closeSession`, and deletes
+//! empty containers and expired TTL nodes (ZooKeeper's `ContainerManager`); on every server it
+//! stops tracking sessions once their close is applied.
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+use zab_core::peer::{PeerConfig, PeerHandle, PeerStatus, QuorumPeer};
+use zab_core::store::FileElectionStore;
+use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
+use zab_core::txnlog::{FileTxnLog, FsyncPolicy, SnapshotPolicy};
+use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId, Timing};
+
+use super::config::ZkConfig;
+use super::machine::{ZkMachine, ZkShared, ZkState};
+use super::sessions::{SessionIds, TimeoutLimits};
+use super::txn::{TxnBody, TxnOp, ZkTxn};
+
+/// How often the leader looks for empty containers and expired TTL nodes (ZooKeeper's
+/// `znode.container.checkIntervalMs`, 60 s by default; `zoo.cfg` may set it under that key).
+const DEFAULT_CONTAINER_CHECK: Duration = Duration::from_secs(60);
+/// How many containers / TTL nodes the leader deletes per check at most (ZooKeeper's
+/// `znode.container.maxPerMinute`, 10 000 by default).
+const MAX_REAPED_PER_CHECK: usize = 10_000;
+
+/// Why a server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A configuration the server cannot run with.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The data directory could not be used.
+    #[error("data directory {dir}: {reason}")]
+    DataDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A port could not be bound or an address not resolved.
+    #[error("network: {0}")]
+    Io(#[from] std::io::Error),
+    /// The ZAB peer could not start or stopped.
+    #[error("peer: {0}")]
+    Peer(String),
+}
+
+/// Counters of the server for the four-letter words (`srvr`, `stat`, `mntr`).
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Packets received from clients.
+    pub received: AtomicU64,
+    /// Packets sent to clients.
+    pub sent: AtomicU64,
+    /// Requests answered (for the average latency).
+    pub answered: AtomicU64,
+    /// Sum of the request latencies, µs.
+    pub latency_total_us: AtomicU64,
+    /// Smallest request latency, µs (`u64::MAX` before the first).
+    pub latency_min_us: AtomicU64,
+    /// Largest request latency, µs.
+    pub latency_max_us: AtomicU64,
+    /// Requests received and not answered yet.
+    pub outstanding: AtomicU64,
+}
+
+impl ServerCounters {
+    /// Records one answered request that took `us` microseconds.
+    pub fn record_latency(&self, us: u64) {
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        self.latency_total_us.fetch_add(us, Ordering::Relaxed);
+        self.latency_max_us.fetch_max(us, Ordering::Relaxed);
+        if self.latency_min_us.load(Ordering::Relaxed) == 0 && self.answered.load(Ordering::Relaxed) == 1
+        {
+            self.latency_min_us.store(us, Ordering::Relaxed);
+        } else {
+            self.latency_min_us.fetch_min(us, Ordering::Relaxed);
+        }
+    }
+
+    /// Zeroes the counters (`srst`).
+    pub fn reset(&self) {
+        for c in [
+            &self.received,
+            &self.sent,
+            &self.answered,
+            &self.latency_total_us,
+            &self.latency_min_us,
+            &self.latency_max_us,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the `cons` word reports of one connection.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionInfo {
+    /// The client's address.
+    pub remote: Option<SocketAddr>,
+    /// Its session, once established.
+    pub session: i64,
+    /// Negotiated timeout, ms.
+    pub timeout: i32,
+    /// Packets received on it.
+    pub received: u64,
+    /// Packets sent on it.
+    pub sent: u64,
+    /// Requests waiting for their answer.
+    pub queued: u64,
+    /// The last operation's short name (ZooKeeper's `lastOp`, e.g. `GETD`).
+    pub last_op: String,
+    /// The last request's xid.
+    pub last_cxid: i32,
+    /// The zxid of the last answer.
+    pub last_zxid: i64,
+    /// The last request's latency, ms.
+    pub last_latency_ms: u64,
+    /// When the connection was accepted, ms since the epoch.
+    pub established_ms: i64,
+}
+
+/// Everything the connections of a server share.
+#[derive(Debug)]
+pub struct ServerCtx {
+    /// This server's id.
+    pub sid: i64,
+    /// The ZAB peer.
+    pub peer: PeerHandle,
+    /// The peer's status.
+    pub status: watch::Receiver<PeerStatus>,
+    /// The replicated tree and sessions, and this server's watches and sinks.
+    pub state: ZkShared,
+    /// This server incarnation's id in transaction origins.
+    pub incarnation: u64,
+    /// Session timeout limits.
+    pub limits: TimeoutLimits,
+    /// Session ids of sessions created here.
+    pub ids: Mutex<SessionIds>,
+    /// The configuration.
+    pub config: ZkConfig,
+    /// Counters for the four-letter words.
+    pub counters: ServerCounters,
+    /// The open connections (for `cons` and `maxClientCnxns`).
+    pub connections: Mutex<HashMap<u64, ConnectionInfo>>,
+    /// The next connection id.
+    pub next_connection: AtomicU64,
+    /// When the server started, ms since the epoch.
+    pub started_ms: i64,
+}
+
+impl ServerCtx {
+    /// Whether the peer serves an established epoch (ZooKeeper's server is "running").
+    pub fn serving(&self) -> bool {
+        self.status.borrow().epoch.is_some()
+    }
+
+    /// Proposes a transaction; `false` when the peer did not take it (not serving, full, or
+    /// larger than `jute.maxbuffer`).
+    pub fn propose(&self, txn: &ZkTxn) -> bool {
+        self.peer.propose(bytes::Bytes::from(txn.encode()))
+    }
+
+    /// The state, locked (a poisoned lock is recovered: the state is only changed by complete
+    /// applies).
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, ZkState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Connections open from the client address `ip`.
+    pub fn connections_from(&self, ip: std::net::IpAddr) -> usize {
+        self.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter(|c| c.remote.map(|r| r.ip()) == Some(ip))
+            .count()
+    }
+}
+
+/// Milliseconds since the Unix epoch from the wall clock.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A running ZooKeeper-compatible server. Dropping it stops it.
+#[derive(Debug)]
+pub struct ZkServer {
+    ctx: Arc<ServerCtx>,
+    client_addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ZkServer {
+    /// Starts the server `config` describes: opens (or creates) its data directories, starts
+    /// its ZAB peer and binds its client port. It serves clients once its peer joins an
+    /// established epoch.
+    pub async fn start(config: ZkConfig) -> Result<ZkServer, ServerError> {
+        let sid = config.my_id();
+        let standalone = config.is_standalone();
+        let timing = Timing::new(config.tick_time, config.init_limit, config.sync_limit);
+        let data_err = |dir: &PathBuf, e: &dyn std::fmt::Display| ServerError::DataDir {
+            dir: dir.clone(),
+            reason: e.to_string(),
+        };
+        let log_dir = config.data_log_dir().join("ha-zab").join("log");
+        let epoch_dir = config.data_dir.join("ha-zab");
+        std::fs::create_dir_all(&epoch_dir).map_err(|e| data_err(&epoch_dir, &e))?;
+        let log = FileTxnLog::open(&log_dir, FsyncPolicy::EveryAppend)
+            .map_err(|e| data_err(&log_dir, &e))?;
+        let epochs = epoch_dir.join("epochs");
+        let store = if epochs.exists() {
+            FileElectionStore::open(&epochs)
+        } else {
+            FileElectionStore::create_fresh(&epochs)
+        }
+        .map_err(|e| data_err(&epochs, &e))?;
+        let (closed_tx, closed_rx) = mpsc::unbounded_channel();
+        let incarnation = rand::random::<u64>() | 1;
+        let state: ZkShared = Arc::new(Mutex::new(ZkState::new(incarnation, closed_tx)));
+        let machine = Box::new(ZkMachine(state.clone()));
+        let snap = SnapshotPolicy::every(config.snap_count.max(1));
+
+        let peer = if standalone {
+            let quorum = Arc::new(QuorumMaj::with_ids([sid], []));
+            let mut pc = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum);
+            pc.timing = timing;
+            let net = MemoryNetwork::new();
+            QuorumPeer::new(pc, net.endpoint(ServerId(sid)), store)
+                .await
+                .map_err(|e| ServerError::Peer(e.to_string()))?
+                .with_replication(Box::new(log), machine)
+                .map_err(|e| ServerError::Peer(e.to_string()))?
+                .with_snapshot_policy(snap)
+                .spawn()
+        } else {
+            let mut members = BTreeMap::new();
+            let mut addrs = HashMap::new();
+            for (id, s) in config.servers.iter() {
+                let line = format!("{}:{}:{}", s.host, s.quorum_port, s.election_port);
+                let entry = if s.observer {
+                    ServerEntry::observer(line)
+                } else {
+                    ServerEntry::participant(line)
+                };
+                members.insert(ServerId(*id as i64), entry);
+                let quorum = resolve(&s.host, s.quorum_port).await?;
+                let election = resolve(&s.host, s.election_port).await?;
+                addrs.insert(ServerId(*id as i64), PeerAddrs { election, quorum });
+            }
+            let own = *addrs.get(&ServerId(sid)).ok_or_else(|| {
+                ServerError::Config(format!("myid {sid} has no server.{sid} line"))
+            })?;
+            let observer = config
+                .servers
+                .get(&(sid as u64))
+                .is_some_and(|s| s.observer);
+            let learner_type = if observer {
+                LearnerType::Observer
+            } else {
+                LearnerType::Participant
+            };
+            let quorum = Arc::new(QuorumMaj::new(members, 0));
+            let mut pc = PeerConfig::new(ServerId(sid), learner_type, quorum);
+            pc.timing = timing;
+            let t = TcpTransport::bind(
+                TcpConfig::new(ServerId(sid), own.election, addrs),
+                own.election,
+                own.quorum,
+            )
+            .await?;
+            QuorumPeer::new(pc, t, store)
+                .await
+                .map_err(|e| ServerError::Peer(e.to_string()))?
+                .with_replication(Box::new(log), machine)
+                .map_err(|e| ServerError::Peer(e.to_string()))?
+                .with_snapshot_policy(snap)
+                .spawn()
+        };
+        let mut peer = peer;
+        let expiries = peer.take_session_expiries();
+        let status = peer.status();
+        let bind_ip = config
+            .client_port_address
+            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        let listener = TcpListener::bind((bind_ip, config.client_port)).await?;
+        let client_addr = listener.local_addr()?;
+        let started_ms = now_ms();
+        let ctx = Arc::new(ServerCtx {
+            sid,
+            peer,
+            status,
+            state,
+            incarnation,
+            limits: TimeoutLimits {
+                min: config.min_session_timeout(),
+                max: config.max_session_timeout(),
+            },
+            ids: Mutex::new(SessionIds::new(sid, started_ms)),
+            counters: ServerCounters::default(),
+            connections: Mutex::new(HashMap::new()),
+            next_connection: AtomicU64::new(1),
+            started_ms,
+            config,
+        });
+        info!(sid, client = %client_addr, standalone, "ha-zookeeper server started");
+        let tasks = vec![
+            tokio::spawn(accept_loop(ctx.clone(), listener)),
+            tokio::spawn(housekeeping(ctx.clone(), expiries, closed_rx)),
+        ];
+        Ok(ZkServer {
+            ctx,
+            client_addr,
+            tasks,
+        })
+    }
+
+    /// The address the client port is bound to.
+    pub fn client_addr(&self) -> SocketAddr {
+        self.client_addr
+    }
+
+    /// The shared context (peer, state, counters).
+    pub fn ctx(&self) -> &Arc<ServerCtx> {
+        &self.ctx
+    }
+
+    /// Waits until the peer ends (it stops only on a fatal error of its store or log).
+    pub async fn wait(&self) {
+        let mut status = self.ctx.status.clone();
+        while status.changed().await.is_ok() {}
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.ctx.peer.kill();
+    }
+}
+
+async fn resolve(host: &str, port: u16) -> Result<SocketAddr, ServerError> {
+    tokio::net::lookup_host((host, port))
+        .await?
+        .next()
+        .ok_or_else(|| ServerError::Config(format!("{host}:{port} does not resolve")))
+}
+
+async fn accept_loop(ctx: Arc<ServerCtx>, listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, remote)) => {
+                let max = ctx.config.max_client_cnxns;
+                if max > 0 && ctx.connections_from(remote.ip()) >= max {
+                    warn!(
+                        sid = ctx.sid,
+                        client = %remote,
+                        max,
+                        "too many connections from this address (maxClientCnxns): closing"
+                    );
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(super::connection::serve(ctx.clone(), stream, remote));
+            }
+            Err(e) => {
+                warn!(sid = ctx.sid, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// The server's background duties (see the module header).
+async fn housekeeping(
+    ctx: Arc<ServerCtx>,
+    expiries: Option<mpsc::Receiver<i64>>,
+    mut closed_rx: mpsc::UnboundedReceiver<i64>,
+) {
+    let mut status = ctx.status.clone();
+    let mut expiries = expiries;
+    let mut led_epoch = None;
+    let check = ctx
+        .config
+        .extra("znode.container.checkIntervalMs")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_CONTAINER_CHECK);
+    let mut reaper = tokio::time::interval(check.max(Duration::from_millis(10)));
+    reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let st = *status.borrow_and_update();
+        if st.is_established_leader() && led_epoch != st.epoch {
+            led_epoch = st.epoch;
+            let sessions: Vec<(i64, i32)> = ctx
+                .lock()
+                .db
+                .sessions
+                .iter()
+                .map(|(id, s)| (*id, s.timeout))
+                .collect();
+            info!(
+                sid = ctx.sid,
+                sessions = sessions.len(),
+                "leading: tracking sessions"
+            );
+            for (id, ms) in sessions {
+                let _ = ctx
+                    .peer
+                    .touch_session(id, Duration::from_millis(ms.max(1) as u64));
+            }
+        }
+        let expired = async {
+            match expiries.as_mut() {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = status.changed() => if changed.is_err() { return },
+            e = expired => match e {
+                Some(session) => {
+                    debug!(sid = ctx.sid, session, "closing expired session");
+                    let txn = ZkTxn {
+                        origin: 0,
+                        session,
+                        cxid: 0,
+                        time: now_ms(),
+                        auth: Vec::new(),
+                        body: TxnBody::CloseSession,
+                    };
+                    if !ctx.propose(&txn) {
+                        debug!(sid = ctx.sid, session, "close of an expired session not queued");
+                    }
+                }
+                None => expiries = None,
+            },
+            c = closed_rx.recv() => match c {
+                Some(session) => {
+                    if !ctx.peer.end_session(session) {
+                        debug!(sid = ctx.sid, session, "session end not queued");
+                    }
+                }
+                None => return,
+            },
+            _ = reaper.tick() => {
+                if ctx.status.borrow().is_established_leader() {
+                    let now = now_ms();
+                    let candidates = ctx.lock().db.tree.reap_candidates(now);
+                    for path in candidates.into_iter().take(MAX_REAPED_PER_CHECK) {
+                        debug!(sid = ctx.sid, path, "deleting an empty container or expired TTL node");
+                        let txn = ZkTxn {
+                            origin: 0,
+                            session: 0,
+                            cxid: 0,
+                            time: now,
+                            auth: Vec::new(),
+                            body: TxnBody::Op(TxnOp::DeleteContainer { path }),
+                        };
+                        if !ctx.propose(&txn) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
