@@ -178,6 +178,34 @@ fn z2_followers_forward_writes_to_the_leader() {
     );
 }
 
+fn refuse_bad(data: &[u8]) -> Result<(), String> {
+    if data.starts_with(b"bad") {
+        Err("starts with bad".into())
+    } else {
+        Ok(())
+    }
+}
+
+#[test]
+fn z2_leader_drops_a_forwarded_write_its_request_validator_refuses() {
+    let mut l = LeaderBroadcast::new(ServerId(3), quorum(), 2, Zxid::ZERO);
+    l.set_request_validator(Some(refuse_bad));
+    l.add_learner(ServerId(1));
+    let forwarded = |d: &'static str| QuorumPacket::with_data(packet_type::REQUEST, -1, d.into());
+    l.handle_packet(ServerId(1), forwarded("bad write"));
+    assert!(
+        drain_leader(&mut l).is_empty(),
+        "nothing proposed, nothing logged"
+    );
+    l.handle_packet(ServerId(1), forwarded("good write"));
+    assert_eq!(
+        drain_leader(&mut l)[0],
+        BroadcastAction::Log(vec![Txn::new(Zxid::new(2, 1), "good write")])
+    );
+    assert!(!l.accepts(b"bad too"));
+    assert!(l.accepts(b"fine"));
+}
+
 #[test]
 fn z2_sync_barrier_waits_for_the_writes_outstanding_when_asked() {
     let mut l = LeaderBroadcast::new(ServerId(3), quorum(), 2, Zxid::ZERO);

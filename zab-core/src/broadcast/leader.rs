@@ -4,10 +4,11 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::{BroadcastAction, BroadcastError};
 use crate::packet::{packet_type, QuorumPacket};
+use crate::peer::RequestValidator;
 use crate::quorum::QuorumVerifier;
 use crate::txnlog::Txn;
 use crate::types::ServerId;
@@ -40,6 +41,7 @@ pub struct LeaderBroadcast {
     barriers: Vec<(Zxid, ServerId)>,
     actions: VecDeque<BroadcastAction>,
     left: bool,
+    validator: Option<RequestValidator>,
 }
 
 impl LeaderBroadcast {
@@ -70,6 +72,28 @@ impl LeaderBroadcast {
             barriers: Vec::new(),
             actions: VecDeque::new(),
             left: false,
+            validator: None,
+        }
+    }
+
+    /// Checks every write forwarded by a learner (REQUEST) with `validator` before proposing
+    /// it; a refused one is dropped (see
+    /// [`PeerConfig::request_validator`](crate::peer::PeerConfig::request_validator)).
+    pub fn set_request_validator(&mut self, validator: Option<RequestValidator>) {
+        self.validator = validator;
+    }
+
+    /// Whether the validator, if any, accepts `data`.
+    pub fn accepts(&self, data: &[u8]) -> bool {
+        match self.validator.map(|v| v(data)) {
+            Some(Err(reason)) => {
+                warn!(
+                    len = data.len(),
+                    reason, "write refused by the request validator"
+                );
+                false
+            }
+            _ => true,
         }
     }
 
@@ -176,6 +200,9 @@ impl LeaderBroadcast {
             }
             packet_type::REQUEST => {
                 let data = p.data.unwrap_or_default();
+                if !self.accepts(&data) {
+                    return;
+                }
                 if let Err(e) = self.propose(data) {
                     debug!(sid = from.0, "forwarded write not proposed: {e}");
                 }

@@ -36,7 +36,16 @@ pub struct PeerConfig {
     /// learners from (ZooKeeper's `zookeeper.commitLogCount`, default
     /// [`COMMIT_LOG_COUNT`]); a learner further behind is synced from the log on disk.
     pub commit_log_count: usize,
+    /// The check the leader makes of every write before proposing it — its own and those its
+    /// learners forward (ZooKeeper's `PrepRequestProcessor` validates each request on the
+    /// leader): a payload it refuses is dropped with a log line and never reaches a log.
+    /// `None` (the default) proposes every payload.
+    pub request_validator: Option<RequestValidator>,
 }
+
+/// A pure check of a write's payload, run by the leader before proposing it: `Err` names what
+/// is wrong. It must be deterministic (it sees only the bytes).
+pub type RequestValidator = fn(&[u8]) -> Result<(), String>;
 
 impl PeerConfig {
     /// A configuration with the default election options, ZooKeeper's sample timing
@@ -55,7 +64,15 @@ impl PeerConfig {
             connect_grace: Duration::from_millis(100),
             learner: LearnerOptions::default(),
             commit_log_count: COMMIT_LOG_COUNT,
+            request_validator: None,
         }
+    }
+
+    /// This configuration with a [`RequestValidator`] run by the leader on every write.
+    #[must_use]
+    pub fn with_request_validator(mut self, validator: RequestValidator) -> Self {
+        self.request_validator = Some(validator);
+        self
     }
 
     /// This configuration with another in-memory window of committed transactions (ZooKeeper's

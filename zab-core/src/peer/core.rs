@@ -414,6 +414,9 @@ impl PeerCore {
         };
         match (&mut self.role, l.leader.as_mut()) {
             (Role::Leader(_), Some(lb)) => {
+                if !lb.accepts(&data) {
+                    return;
+                }
                 if let Err(e) = lb.propose(data) {
                     debug!(sid = me, "write not proposed: {e}");
                 }
@@ -754,6 +757,7 @@ impl PeerCore {
                     epoch,
                     Zxid(self.epochs.last_zxid),
                 );
+                lb.set_request_validator(self.cfg.request_validator);
                 for s in d.sync_sent_learners() {
                     lb.add_learner(s);
                 }
