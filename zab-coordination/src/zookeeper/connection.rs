@@ -40,9 +40,7 @@ use super::server::{now_ms, ConnectionInfo, ServerCtx};
 use super::sessions::{new_password, PASSWORD_LEN};
 use super::tree::OpOutcome;
 use super::txn::{TxnBody, TxnOp, ZkTxn};
-use super::types::{
-    op, perms, xid, AddWatchMode, CreateMode, ErrorCode, Id, STATE_SYNC_CONNECTED,
-};
+use super::types::{op, perms, xid, AddWatchMode, CreateMode, ErrorCode, Id, STATE_SYNC_CONNECTED};
 use super::watches::WatchKind;
 
 /// Requests of one connection waiting for their answer before the server reads more from it
@@ -147,7 +145,9 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .remove(&id);
     match result {
-        Ok(()) | Err(Closed::ByClient) => debug!(sid = ctx.sid, client = %remote, "connection closed"),
+        Ok(()) | Err(Closed::ByClient) => {
+            debug!(sid = ctx.sid, client = %remote, "connection closed")
+        }
         Err(Closed::Malformed(e)) => {
             warn!(sid = ctx.sid, client = %remote, error = %e, "malformed packet: closing the connection")
         }
@@ -200,7 +200,9 @@ async fn handshake_and_run(
     let req = ConnectRequest::decode(&body)?;
     ctx.counters.received.fetch_add(1, Ordering::Relaxed);
     if !ctx.serving() {
-        return Err(Closed::Refused("the server does not serve an epoch yet".into()));
+        return Err(Closed::Refused(
+            "the server does not serve an epoch yet".into(),
+        ));
     }
     let last = ctx.lock().last_applied().0;
     if req.last_zxid_seen > last {
@@ -338,7 +340,9 @@ async fn open_session(
     .unwrap_or(false);
     if !created {
         ctx.lock().unregister_sink(session);
-        return Err(Closed::Refused("the session's creation was not committed in time".into()));
+        return Err(Closed::Refused(
+            "the session's creation was not committed in time".into(),
+        ));
     }
     ctx.lock().register_sink(session, sink_tx);
     Ok((session, passwd))
@@ -437,7 +441,10 @@ impl Conn {
             Request::Auth { scheme, auth, .. } => {
                 // ZooKeeper handles addAuth as it arrives, outside the request pipeline.
                 let err = if scheme == "digest" {
-                    match std::str::from_utf8(&auth).ok().and_then(super::tree::digest_id) {
+                    match std::str::from_utf8(&auth)
+                        .ok()
+                        .and_then(super::tree::digest_id)
+                    {
                         Some(id) => {
                             if !self.auth.contains(&id) {
                                 self.auth.push(id);
@@ -681,11 +688,18 @@ impl Conn {
                     self.answered(since);
                 }
                 Pending::Sync {
-                    xid, path, since, done,
+                    xid,
+                    path,
+                    since,
+                    done,
                 } => {
                     let frame = match done {
                         Some(z) if z >= 0 => proto::encode_reply(
-                            &ReplyHeader { xid, zxid: z, err: 0 },
+                            &ReplyHeader {
+                                xid,
+                                zxid: z,
+                                err: 0,
+                            },
                             Some(&Response::Sync { path }),
                         ),
                         _ => self.error_frame(xid, ErrorCode::ConnectionLoss),
@@ -798,16 +812,14 @@ impl Conn {
                     .check_acl(&path, perms::READ | perms::ADMIN, &self.auth)
                     .map(|()| Some(Response::GetAcl { acl, stat })),
             },
-            Request::GetAllChildrenNumber { path } => {
-                match st.db.tree.all_children_number(&path) {
-                    None => Err(ErrorCode::NoNode),
-                    Some(n) => st
-                        .db
-                        .tree
-                        .check_acl(&path, perms::READ, &self.auth)
-                        .map(|()| Some(Response::AllChildrenNumber(n))),
-                }
-            }
+            Request::GetAllChildrenNumber { path } => match st.db.tree.all_children_number(&path) {
+                None => Err(ErrorCode::NoNode),
+                Some(n) => st
+                    .db
+                    .tree
+                    .check_acl(&path, perms::READ, &self.auth)
+                    .map(|()| Some(Response::AllChildrenNumber(n))),
+            },
             Request::GetEphemerals { prefix } => {
                 let all = st.db.tree.ephemerals(session);
                 let p = prefix.trim();
@@ -858,7 +870,15 @@ impl Conn {
                 exist,
                 child,
             } => {
-                self.set_watches(st, relative_zxid, data, exist, child, Vec::new(), Vec::new());
+                self.set_watches(
+                    st,
+                    relative_zxid,
+                    data,
+                    exist,
+                    child,
+                    Vec::new(),
+                    Vec::new(),
+                );
                 Ok(None)
             }
             Request::SetWatches2 {

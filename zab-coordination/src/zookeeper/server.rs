@@ -87,7 +87,8 @@ impl ServerCounters {
         self.answered.fetch_add(1, Ordering::Relaxed);
         self.latency_total_us.fetch_add(us, Ordering::Relaxed);
         self.latency_max_us.fetch_max(us, Ordering::Relaxed);
-        if self.latency_min_us.load(Ordering::Relaxed) == 0 && self.answered.load(Ordering::Relaxed) == 1
+        if self.latency_min_us.load(Ordering::Relaxed) == 0
+            && self.answered.load(Ordering::Relaxed) == 1
         {
             self.latency_min_us.store(us, Ordering::Relaxed);
         } else {
