@@ -435,3 +435,319 @@ impl StateMachine for ZkMachine {
         self.state().reset_db();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zookeeper::types::{Acl, CreateMode};
+    use crate::zookeeper::watches::WatchKind;
+    use zab_core::testing::state_machine::{self, StateMachineBuilder};
+
+    const ME: u64 = 42;
+
+    fn txn(zxid: u32, session: i64, origin: u64, cxid: i32, body: TxnBody) -> Txn {
+        Txn::new(
+            Zxid::new(1, zxid),
+            Bytes::from(
+                ZkTxn {
+                    origin,
+                    session,
+                    cxid,
+                    time: i64::from(zxid) * 1000,
+                    auth: vec![],
+                    body,
+                }
+                .encode(),
+            ),
+        )
+    }
+
+    fn open(session: i64) -> TxnBody {
+        let _ = session;
+        TxnBody::CreateSession {
+            timeout: 4000,
+            passwd: vec![1; 16],
+        }
+    }
+
+    fn create(path: &str, mode: CreateMode) -> TxnBody {
+        TxnBody::Op(TxnOp::Create {
+            path: path.into(),
+            data: path.as_bytes().to_vec(),
+            acl: Acl::open_unsafe(),
+            mode,
+            ttl: -1,
+        })
+    }
+
+    fn machine() -> (ZkMachine, mpsc::UnboundedReceiver<i64>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (ZkMachine::new(ME, tx), rx)
+    }
+
+    fn drain(rx: &mut mpsc::UnboundedReceiver<Notice>) -> Vec<Notice> {
+        let mut out = Vec::new();
+        while let Ok(n) = rx.try_recv() {
+            out.push(n);
+        }
+        out
+    }
+
+    struct Builder;
+
+    impl StateMachineBuilder for Builder {
+        type Machine = ZkMachine;
+        type State = Vec<u8>;
+
+        fn build(&self) -> ZkMachine {
+            machine().0
+        }
+
+        fn payload(&self, i: u32) -> Bytes {
+            let body = if i == 1 {
+                open(1)
+            } else {
+                let mode = if i.is_multiple_of(2) {
+                    CreateMode::Ephemeral
+                } else {
+                    CreateMode::PersistentSequential
+                };
+                create(&format!("/n{i}"), mode)
+            };
+            txn(i, 1, 7, i as i32, body).data
+        }
+
+        fn state(&self, m: &ZkMachine) -> Vec<u8> {
+            lock(&m.0).db.encode()
+        }
+    }
+
+    #[test]
+    fn zookeeper_machine_passes_the_state_machine_conformance_suite() {
+        state_machine::test_all(&Builder).unwrap();
+    }
+
+    #[test]
+    fn watch_event_reaches_the_watcher_before_the_writers_reply() {
+        let (mut m, _closed) = machine();
+        m.apply(&txn(1, 1, ME, 0, open(1)));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut s = lock(&m.0);
+            s.register_sink(1, tx);
+            s.watches.add("/a", WatchKind::Exist, 1);
+        }
+        m.apply(&txn(2, 1, ME, 5, create("/a", CreateMode::Persistent)));
+        let notices = drain(&mut rx);
+        assert_eq!(notices.len(), 2);
+        assert_eq!(
+            notices[0],
+            Notice::Watch {
+                zxid: Zxid::new(1, 2).0,
+                event_type: EventType::NodeCreated,
+                path: "/a".into()
+            }
+        );
+        let Notice::Reply { cxid, zxid, result } = &notices[1] else {
+            panic!("{notices:?}")
+        };
+        assert_eq!((*cxid, *zxid), (5, Zxid::new(1, 2).0));
+        assert!(matches!(
+            result,
+            TxnResult::Op(Ok(OpOutcome::Created { .. }))
+        ));
+    }
+
+    #[test]
+    fn only_the_proposing_incarnation_gets_the_reply() {
+        let (mut m, _closed) = machine();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        lock(&m.0).register_sink(1, tx);
+        m.apply(&txn(1, 1, ME + 1, 0, open(1)));
+        assert!(drain(&mut rx).is_empty());
+        m.apply(&txn(2, 1, ME, 3, create("/a", CreateMode::Persistent)));
+        assert_eq!(drain(&mut rx).len(), 1);
+    }
+
+    #[test]
+    fn write_from_a_session_that_is_not_open_is_session_expired() {
+        let (mut m, _closed) = machine();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        lock(&m.0).register_sink(9, tx);
+        m.apply(&txn(1, 9, ME, 1, create("/a", CreateMode::Persistent)));
+        m.apply(&txn(
+            2,
+            9,
+            ME,
+            2,
+            TxnBody::Multi(vec![
+                TxnOp::Check {
+                    path: "/".into(),
+                    version: -1,
+                },
+                TxnOp::Check {
+                    path: "/".into(),
+                    version: -1,
+                },
+            ]),
+        ));
+        let n = drain(&mut rx);
+        assert_eq!(
+            n[0],
+            Notice::Reply {
+                cxid: 1,
+                zxid: Zxid::new(1, 1).0,
+                result: TxnResult::Op(Err(ErrorCode::SessionExpired))
+            }
+        );
+        assert_eq!(
+            n[1],
+            Notice::Reply {
+                cxid: 2,
+                zxid: Zxid::new(1, 2).0,
+                result: TxnResult::Multi(Err(vec![
+                    ErrorCode::SessionExpired,
+                    ErrorCode::RuntimeInconsistency
+                ]))
+            }
+        );
+        assert!(lock(&m.0).db.tree.stat("/a").is_none());
+        // The container reaper needs no session.
+        m.apply(&txn(3, 1, ME, 0, open(1)));
+        m.apply(&txn(4, 1, ME, 0, create("/c", CreateMode::Container)));
+        m.apply(&txn(
+            5,
+            0,
+            ME,
+            0,
+            TxnBody::Op(TxnOp::DeleteContainer { path: "/c".into() }),
+        ));
+        assert!(lock(&m.0).db.tree.stat("/c").is_none());
+    }
+
+    #[test]
+    fn close_session_deletes_ephemerals_fires_watches_and_reports_the_session() {
+        let (mut m, mut closed) = machine();
+        m.apply(&txn(1, 1, ME, 0, open(1)));
+        m.apply(&txn(2, 2, ME, 0, open(2)));
+        m.apply(&txn(3, 1, ME, 0, create("/e", CreateMode::Ephemeral)));
+        let (tx1, mut rx1) = mpsc::unbounded_channel();
+        let (tx2, mut rx2) = mpsc::unbounded_channel();
+        {
+            let mut s = lock(&m.0);
+            s.register_sink(1, tx1);
+            s.register_sink(2, tx2);
+            s.watches.add("/e", WatchKind::Data, 2);
+            s.watches.add("/", WatchKind::Child, 1);
+        }
+        m.apply(&txn(4, 1, ME, 8, TxnBody::CloseSession));
+        assert_eq!(
+            drain(&mut rx2),
+            vec![Notice::Watch {
+                zxid: Zxid::new(1, 4).0,
+                event_type: EventType::NodeDeleted,
+                path: "/e".into()
+            }]
+        );
+        let n1 = drain(&mut rx1);
+        assert_eq!(n1.len(), 3, "{n1:?}");
+        assert!(matches!(
+            n1[0],
+            Notice::Watch {
+                event_type: EventType::NodeChildrenChanged,
+                ..
+            }
+        ));
+        assert!(matches!(
+            n1[1],
+            Notice::Reply {
+                cxid: 8,
+                result: TxnResult::SessionClosed,
+                ..
+            }
+        ));
+        assert_eq!(n1[2], Notice::SessionClosed);
+        assert_eq!(closed.try_recv(), Ok(1));
+        let s = lock(&m.0);
+        assert!(!s.db.sessions.contains_key(&1));
+        assert!(s.db.tree.stat("/e").is_none());
+        assert!(!s.has_sink(1));
+        assert!(s.watches.sessions_with_watches() == vec![]);
+    }
+
+    #[test]
+    fn an_undecodable_transaction_is_skipped_and_counted() {
+        let (mut m, _closed) = machine();
+        m.apply(&Txn::new(Zxid::new(1, 1), Bytes::from_static(b"\xffjunk")));
+        let s = lock(&m.0);
+        assert_eq!(s.undecodable(), 1);
+        assert_eq!(s.last_applied(), Zxid::new(1, 1));
+        assert_eq!(s.db.tree, {
+            let mut t = DataTree::new();
+            t.set_last_processed_zxid(Zxid::new(1, 1).0);
+            t
+        });
+    }
+
+    #[test]
+    fn restore_keeps_watches_and_fires_those_whose_node_changed() {
+        let (mut m, _closed) = machine();
+        m.apply(&txn(1, 1, ME, 0, open(1)));
+        m.apply(&txn(2, 1, ME, 0, create("/a", CreateMode::Persistent)));
+        // Another server's history: /a changed, /b created.
+        let (mut other, _c) = machine();
+        other.apply(&txn(1, 1, ME, 0, open(1)));
+        other.apply(&txn(2, 1, ME, 0, create("/a", CreateMode::Persistent)));
+        other.apply(&txn(
+            3,
+            1,
+            ME,
+            0,
+            TxnBody::Op(TxnOp::SetData {
+                path: "/a".into(),
+                data: vec![],
+                version: -1,
+            }),
+        ));
+        other.apply(&txn(4, 1, ME, 0, create("/b", CreateMode::Persistent)));
+        let snap = other.take_snapshot();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut s = lock(&m.0);
+            s.register_sink(1, tx);
+            s.watches.add("/a", WatchKind::Data, 1);
+            s.watches.add("/b", WatchKind::Exist, 1);
+            s.watches.add("/x", WatchKind::Exist, 1);
+        }
+        m.reset();
+        m.restore(&snap).unwrap();
+        let mut got: Vec<(EventType, String)> = drain(&mut rx)
+            .into_iter()
+            .filter_map(|n| match n {
+                Notice::Watch {
+                    event_type, path, ..
+                } => Some((event_type, path)),
+                _ => None,
+            })
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (EventType::NodeCreated, "/b".to_string()),
+                (EventType::NodeDataChanged, "/a".to_string())
+            ]
+        );
+        assert_eq!(lock(&m.0).watches.paths(), vec!["/x".to_string()]);
+        assert_eq!(m.last_applied(), Zxid::new(1, 4));
+    }
+
+    #[test]
+    fn a_snapshot_of_another_zxid_is_refused() {
+        let (mut m, _closed) = machine();
+        m.apply(&txn(1, 1, ME, 0, open(1)));
+        let mut snap = m.take_snapshot();
+        snap.zxid = Zxid::new(1, 9);
+        assert!(m.restore(&snap).is_err());
+    }
+}

@@ -252,9 +252,7 @@ pub fn validate_path(path: &str) -> Result<(), ErrorCode> {
     for i in 1..chars.len() {
         let c = chars[i];
         let ends_segment = i + 1 == chars.len() || chars[i + 1] == slash;
-        let bad = if c == 0 {
-            true
-        } else if c == slash && last == slash {
+        let bad = if c == 0 || (c == slash && last == slash) {
             true
         } else if c == dot && last == dot {
             chars[i - 2] == slash && ends_segment
@@ -1198,5 +1196,1010 @@ impl DataTree {
         // Lists of the table no node uses.
         tree.acls.retain(|a| Arc::strong_count(a) > 1);
         Ok(tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const S: i64 = 0x100;
+
+    fn create(path: &str, mode: CreateMode) -> TxnOp {
+        TxnOp::Create {
+            path: path.into(),
+            data: b"d".to_vec(),
+            acl: Acl::open_unsafe(),
+            mode,
+            ttl: if mode.is_ttl() { 1000 } else { -1 },
+        }
+    }
+
+    fn apply(t: &mut DataTree, zxid: i64, op: TxnOp) -> Result<OpOutcome, ErrorCode> {
+        let mut ev = Vec::new();
+        t.apply_op(zxid, zxid * 10, S, &[], &op, &mut ev)
+    }
+
+    fn ok(t: &mut DataTree, zxid: i64, op: TxnOp) -> OpOutcome {
+        apply(t, zxid, op).expect("op applies")
+    }
+
+    fn created_path(o: OpOutcome) -> String {
+        match o {
+            OpOutcome::Created { path, .. } => path,
+            other => panic!("not a create: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fresh_tree_is_zookeeper_3_8s() {
+        let t = DataTree::new();
+        assert_eq!(t.children("/"), Some(vec!["zookeeper".to_string()]));
+        assert_eq!(
+            t.children("/zookeeper"),
+            Some(vec!["config".to_string(), "quota".to_string()])
+        );
+        let root = t.stat("/").unwrap();
+        assert_eq!(root.cversion, -1, "2 * 0 creates - 1 child");
+        assert_eq!(root.num_children, 1);
+        assert_eq!(
+            (root.czxid, root.mzxid, root.pzxid, root.ctime),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(t.stat("/zookeeper").unwrap().cversion, -2);
+        let (acl, stat) = t.get_acl("/zookeeper/config").unwrap();
+        assert_eq!(
+            acl,
+            vec![Acl {
+                perms: perms::READ,
+                id: Id::anyone()
+            }]
+        );
+        assert_eq!(stat.aversion, -1);
+        assert_eq!(t.get_acl("/zookeeper/quota").unwrap().0, Acl::open_unsafe());
+        assert_eq!(t.node_count(), 5);
+        assert_eq!(t.all_children_number("/"), Some(3));
+        assert_eq!(t.all_children_number("/zookeeper"), Some(2));
+        assert_eq!(t.approximate_data_size(), 1 + 10 + 16 + 17);
+    }
+
+    #[test]
+    fn create_sets_stat_and_bumps_parent_cversion_and_pzxid() {
+        let mut t = DataTree::new();
+        let mut ev = Vec::new();
+        let out = t
+            .apply_op(
+                7,
+                1234,
+                S,
+                &[],
+                &create("/a", CreateMode::Persistent),
+                &mut ev,
+            )
+            .unwrap();
+        let OpOutcome::Created { path, stat } = out else {
+            panic!()
+        };
+        assert_eq!(path, "/a");
+        assert_eq!(
+            stat,
+            Stat {
+                czxid: 7,
+                mzxid: 7,
+                ctime: 1234,
+                mtime: 1234,
+                version: 0,
+                cversion: 0,
+                aversion: 0,
+                ephemeral_owner: 0,
+                data_length: 1,
+                num_children: 0,
+                pzxid: 7,
+            }
+        );
+        let root = t.stat("/").unwrap();
+        assert_eq!((root.cversion, root.pzxid, root.num_children), (0, 7, 2));
+        assert_eq!(
+            ev,
+            vec![
+                ("/a".to_string(), EventType::NodeCreated),
+                ("/".to_string(), EventType::NodeChildrenChanged)
+            ]
+        );
+    }
+
+    #[test]
+    fn sequential_suffix_is_parent_cversion_zero_padded_to_ten_digits() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/p", CreateMode::Persistent));
+        let a = created_path(ok(
+            &mut t,
+            2,
+            create("/p/x-", CreateMode::PersistentSequential),
+        ));
+        assert_eq!(a, "/p/x-0000000000");
+        ok(
+            &mut t,
+            3,
+            TxnOp::Delete {
+                path: a,
+                version: -1,
+            },
+        );
+        // The suffix counts creations: a delete does not reuse a number.
+        let b = created_path(ok(
+            &mut t,
+            4,
+            create("/p/x-", CreateMode::EphemeralSequential),
+        ));
+        assert_eq!(b, "/p/x-0000000001");
+        // A sequential create may end with '/': the suffix is the name.
+        let c = created_path(ok(
+            &mut t,
+            5,
+            create("/p/", CreateMode::PersistentSequential),
+        ));
+        assert_eq!(c, "/p/0000000002");
+        // Reported cversion: 3 creates + 1 delete.
+        assert_eq!(t.stat("/p").unwrap().cversion, 4);
+    }
+
+    #[test]
+    fn delete_bumps_parent_cversion_and_pzxid() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        ok(&mut t, 2, create("/a/b", CreateMode::Persistent));
+        assert_eq!(t.stat("/a").unwrap().cversion, 1);
+        let mut ev = Vec::new();
+        t.apply_op(
+            3,
+            0,
+            S,
+            &[],
+            &TxnOp::Delete {
+                path: "/a/b".into(),
+                version: 0,
+            },
+            &mut ev,
+        )
+        .unwrap();
+        let a = t.stat("/a").unwrap();
+        assert_eq!((a.cversion, a.pzxid, a.num_children), (2, 3, 0));
+        assert_eq!(
+            ev,
+            vec![
+                ("/a/b".to_string(), EventType::NodeDeleted),
+                ("/a".to_string(), EventType::NodeChildrenChanged)
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_parent_is_no_node_and_existing_node_is_node_exists() {
+        let mut t = DataTree::new();
+        assert_eq!(
+            apply(&mut t, 1, create("/a/b", CreateMode::Persistent)),
+            Err(ErrorCode::NoNode)
+        );
+        ok(&mut t, 2, create("/a", CreateMode::Persistent));
+        assert_eq!(
+            apply(&mut t, 3, create("/a", CreateMode::Persistent)),
+            Err(ErrorCode::NodeExists)
+        );
+        assert_eq!(
+            apply(&mut t, 4, create("/", CreateMode::Persistent)),
+            Err(ErrorCode::NodeExists)
+        );
+    }
+
+    #[test]
+    fn ephemeral_parent_refuses_children() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/e", CreateMode::Ephemeral));
+        assert_eq!(
+            apply(&mut t, 2, create("/e/c", CreateMode::Persistent)),
+            Err(ErrorCode::NoChildrenForEphemerals)
+        );
+        // Containers and TTL nodes may have children.
+        ok(&mut t, 3, create("/c", CreateMode::Container));
+        ok(&mut t, 4, create("/c/x", CreateMode::Persistent));
+        ok(&mut t, 5, create("/t", CreateMode::PersistentWithTtl));
+        ok(&mut t, 6, create("/t/x", CreateMode::Persistent));
+    }
+
+    #[test]
+    fn ephemeral_owner_is_the_session_and_containers_and_ttl_nodes_show_zero() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/e", CreateMode::Ephemeral));
+        ok(&mut t, 2, create("/c", CreateMode::Container));
+        ok(&mut t, 3, create("/t", CreateMode::PersistentWithTtl));
+        assert_eq!(t.stat("/e").unwrap().ephemeral_owner, S);
+        assert_eq!(t.stat("/c").unwrap().ephemeral_owner, 0);
+        assert_eq!(t.stat("/t").unwrap().ephemeral_owner, 0);
+        assert_eq!(t.ephemerals(S), vec!["/e".to_string()]);
+        assert_eq!(t.ephemeral_count(), 1);
+        assert_eq!(t.containers().len(), 1);
+        assert_eq!(t.ttls().len(), 1);
+    }
+
+    #[test]
+    fn bad_version_and_not_empty() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        ok(&mut t, 2, create("/a/b", CreateMode::Persistent));
+        assert_eq!(
+            apply(
+                &mut t,
+                3,
+                TxnOp::Delete {
+                    path: "/a".into(),
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NotEmpty)
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                3,
+                TxnOp::Delete {
+                    path: "/a".into(),
+                    version: 5
+                }
+            ),
+            Err(ErrorCode::BadVersion),
+            "the version is checked before the children"
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                3,
+                TxnOp::SetData {
+                    path: "/a".into(),
+                    data: vec![],
+                    version: 1
+                }
+            ),
+            Err(ErrorCode::BadVersion)
+        );
+        let OpOutcome::SetData { stat } = ok(
+            &mut t,
+            4,
+            TxnOp::SetData {
+                path: "/a".into(),
+                data: b"xyz".to_vec(),
+                version: 0,
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (stat.version, stat.mzxid, stat.mtime, stat.data_length),
+            (1, 4, 40, 3)
+        );
+        assert_eq!(stat.czxid, 1);
+        assert_eq!(
+            apply(
+                &mut t,
+                5,
+                TxnOp::Check {
+                    path: "/a".into(),
+                    version: 0
+                }
+            ),
+            Err(ErrorCode::BadVersion)
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                5,
+                TxnOp::Check {
+                    path: "/a".into(),
+                    version: 1
+                }
+            ),
+            Ok(OpOutcome::Checked)
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                5,
+                TxnOp::Check {
+                    path: "/zz".into(),
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NoNode)
+        );
+    }
+
+    #[test]
+    fn set_acl_bumps_aversion_and_checks_it() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        let acl = vec![Acl {
+            perms: perms::READ,
+            id: Id::anyone(),
+        }];
+        assert_eq!(
+            apply(
+                &mut t,
+                2,
+                TxnOp::SetAcl {
+                    path: "/a".into(),
+                    acl: acl.clone(),
+                    version: 3
+                }
+            ),
+            Err(ErrorCode::BadVersion)
+        );
+        let OpOutcome::SetAcl { stat } = ok(
+            &mut t,
+            2,
+            TxnOp::SetAcl {
+                path: "/a".into(),
+                acl: acl.clone(),
+                version: 0,
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!((stat.aversion, stat.mzxid), (1, 1));
+        assert_eq!(t.get_acl("/a").unwrap().0, acl);
+        // Now read-only: writes are refused.
+        assert_eq!(
+            apply(
+                &mut t,
+                3,
+                TxnOp::SetData {
+                    path: "/a".into(),
+                    data: vec![],
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                3,
+                TxnOp::SetAcl {
+                    path: "/a".into(),
+                    acl,
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NoAuth),
+            "setACL needs ADMIN"
+        );
+    }
+
+    #[test]
+    fn acl_checks_use_the_parent_for_create_and_delete() {
+        let mut t = DataTree::new();
+        let alice = digest_id("alice:secret").unwrap();
+        let mut ev = Vec::new();
+        let only_alice_create = TxnOp::Create {
+            path: "/p".into(),
+            data: vec![],
+            acl: vec![
+                Acl {
+                    perms: perms::CREATE | perms::READ,
+                    id: Id::new("auth", ""),
+                },
+                Acl {
+                    perms: perms::DELETE,
+                    id: Id::anyone(),
+                },
+            ],
+            mode: CreateMode::Persistent,
+            ttl: -1,
+        };
+        assert_eq!(
+            t.apply_op(1, 0, S, &[], &only_alice_create, &mut ev),
+            Err(ErrorCode::InvalidAcl),
+            "auth: with no authenticated id"
+        );
+        t.apply_op(
+            1,
+            0,
+            S,
+            std::slice::from_ref(&alice),
+            &only_alice_create,
+            &mut ev,
+        )
+        .unwrap();
+        let (acl, _) = t.get_acl("/p").unwrap();
+        assert_eq!(
+            acl[0].id, alice,
+            "auth: expanded to the session's digest id"
+        );
+        let child = create("/p/c", CreateMode::Persistent);
+        assert_eq!(
+            t.apply_op(2, 0, S, &[], &child, &mut ev),
+            Err(ErrorCode::NoAuth)
+        );
+        t.apply_op(2, 0, S, std::slice::from_ref(&alice), &child, &mut ev)
+            .unwrap();
+        // DELETE on the parent is world's.
+        t.apply_op(
+            3,
+            0,
+            S,
+            &[],
+            &TxnOp::Delete {
+                path: "/p/c".into(),
+                version: -1,
+            },
+            &mut ev,
+        )
+        .unwrap();
+        // A super id passes every check.
+        t.apply_op(4, 0, S, &[Id::new("super", "")], &child, &mut ev)
+            .unwrap();
+        assert_eq!(t.check_acl("/p", perms::READ, &[]), Err(ErrorCode::NoAuth));
+        assert_eq!(t.check_acl("/p", perms::READ, &[alice]), Ok(()));
+        assert_eq!(
+            t.check_acl("/nope", perms::READ, &[]),
+            Err(ErrorCode::NoNode)
+        );
+    }
+
+    #[test]
+    fn check_needs_read() {
+        let mut t = DataTree::new();
+        ok(
+            &mut t,
+            1,
+            TxnOp::Create {
+                path: "/w".into(),
+                data: vec![],
+                acl: vec![Acl {
+                    perms: perms::WRITE,
+                    id: Id::anyone(),
+                }],
+                mode: CreateMode::Persistent,
+                ttl: -1,
+            },
+        );
+        assert_eq!(
+            apply(
+                &mut t,
+                2,
+                TxnOp::Check {
+                    path: "/w".into(),
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NoAuth)
+        );
+    }
+
+    #[test]
+    fn fixup_acl_refuses_empty_unknown_schemes_and_bad_ids() {
+        let a = |s: &str, i: &str| Acl {
+            perms: perms::ALL,
+            id: Id::new(s, i),
+        };
+        assert_eq!(fixup_acl(&[], &[]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(fixup_acl(&[a("foo", "x")], &[]), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup_acl(&[a("world", "x")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup_acl(&[a("digest", "user")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup_acl(&[a("digest", "a:b:c")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup_acl(&[a("digest", "a:")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert!(fixup_acl(&[a("digest", "a:b")], &[]).is_ok());
+        assert!(fixup_acl(&[a("ip", "10.0.0.0/8")], &[]).is_ok());
+        assert_eq!(
+            fixup_acl(&[a("ip", "10.0.0/8")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup_acl(&[a("ip", "10.0.0.1/33")], &[]),
+            Err(ErrorCode::InvalidAcl)
+        );
+        assert_eq!(
+            fixup_acl(&[a("auth", "")], &[Id::new("ip", "1.2.3.4")]),
+            Err(ErrorCode::InvalidAcl),
+            "ip ids are not authenticated"
+        );
+        // Duplicates removed.
+        assert_eq!(
+            fixup_acl(&[a("world", "anyone"), a("world", "anyone")], &[])
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn ip_acl_matches_the_network() {
+        let acl = [Acl {
+            perms: perms::READ,
+            id: Id::new("ip", "10.1.0.0/16"),
+        }];
+        assert_eq!(
+            check_acl_list(&acl, perms::READ, &[Id::new("ip", "10.1.2.3")]),
+            Ok(())
+        );
+        assert_eq!(
+            check_acl_list(&acl, perms::READ, &[Id::new("ip", "10.2.2.3")]),
+            Err(ErrorCode::NoAuth)
+        );
+        assert_eq!(
+            check_acl_list(&[], perms::READ, &[]),
+            Ok(()),
+            "an empty ACL allows all"
+        );
+    }
+
+    #[test]
+    fn digest_id_matches_zookeeper() {
+        // DigestAuthenticationProvider.generateDigest: user:base64(sha1("user:password")),
+        // computed independently.
+        assert_eq!(
+            digest_id("super:admin"),
+            Some(Id::new("digest", "super:xQJmxLMiHGwaqBvst5y6rkB6HQs="))
+        );
+        assert_eq!(
+            digest_id("alice:secret"),
+            Some(Id::new("digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="))
+        );
+        assert_eq!(
+            digest_id("user:pass:with:colons"),
+            Some(Id::new("digest", "user:DpsYo898LgpAU5H7pDG9EBaya+Q="))
+        );
+    }
+
+    #[test]
+    fn path_validation_is_pathutils() {
+        for bad in [
+            "",
+            "a",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/..",
+            "/a/./b",
+            "/a/../b",
+            "/a\0",
+            "/a\u{1}",
+            "/a\u{7f}",
+            "/a\u{9f}",
+            "/a\u{e000}",
+            "/a\u{fff0}",
+            "/a\u{1F600}",
+        ] {
+            assert_eq!(validate_path(bad), Err(ErrorCode::BadArguments), "{bad:?}");
+        }
+        for good in [
+            "/", "/a", "/a/b", "/.a", "/a.", "/...", "/a/..b", "/é", "/a b",
+        ] {
+            assert_eq!(validate_path(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn create_with_a_bad_path_is_bad_arguments() {
+        let mut t = DataTree::new();
+        // The parent is looked up first (PrepRequestProcessor's order).
+        assert_eq!(
+            apply(&mut t, 1, create("/a/", CreateMode::Persistent)),
+            Err(ErrorCode::NoNode)
+        );
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        assert_eq!(
+            apply(&mut t, 1, create("/a//b", CreateMode::Persistent)),
+            Err(ErrorCode::NoNode)
+        );
+        for p in ["a", "/a/", "/a\0b", "/a/."] {
+            assert_eq!(
+                apply(&mut t, 1, create(p, CreateMode::Persistent)),
+                Err(ErrorCode::BadArguments),
+                "{p:?}"
+            );
+        }
+        assert_eq!(
+            apply(
+                &mut t,
+                1,
+                TxnOp::SetData {
+                    path: "x".into(),
+                    data: vec![],
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::BadArguments)
+        );
+    }
+
+    #[test]
+    fn special_nodes_cannot_be_deleted() {
+        let mut t = DataTree::new();
+        for p in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+            assert_eq!(
+                apply(
+                    &mut t,
+                    1,
+                    TxnOp::Delete {
+                        path: p.into(),
+                        version: -1
+                    }
+                ),
+                Err(ErrorCode::BadArguments),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            apply(
+                &mut t,
+                1,
+                TxnOp::Delete {
+                    path: "/nope".into(),
+                    version: -1
+                }
+            ),
+            Err(ErrorCode::NoNode)
+        );
+    }
+
+    #[test]
+    fn ttl_must_be_positive_and_at_most_the_maximum_and_only_with_a_ttl_mode() {
+        let mut t = DataTree::new();
+        let ttl_create = |ttl: i64, mode| TxnOp::Create {
+            path: "/t".into(),
+            data: vec![],
+            acl: Acl::open_unsafe(),
+            mode,
+            ttl,
+        };
+        for ttl in [0, -1, TTL_MAX_MS + 1] {
+            assert_eq!(
+                apply(&mut t, 1, ttl_create(ttl, CreateMode::PersistentWithTtl)),
+                Err(ErrorCode::BadArguments)
+            );
+        }
+        assert_eq!(
+            apply(&mut t, 1, ttl_create(0, CreateMode::Persistent)),
+            Err(ErrorCode::BadArguments),
+            "a TTL with a non-TTL mode"
+        );
+        ok(
+            &mut t,
+            1,
+            ttl_create(TTL_MAX_MS, CreateMode::PersistentWithTtl),
+        );
+    }
+
+    #[test]
+    fn multi_failure_reports_ok_for_ops_before_and_runtime_inconsistency_after() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/x", CreateMode::Persistent));
+        let before = t.clone();
+        let ops = vec![
+            create("/a", CreateMode::Persistent),
+            TxnOp::SetData {
+                path: "/x".into(),
+                data: b"new".to_vec(),
+                version: -1,
+            },
+            TxnOp::Delete {
+                path: "/x".into(),
+                version: -1,
+            },
+            TxnOp::SetAcl {
+                path: "/a".into(),
+                acl: Acl::open_unsafe(),
+                version: -1,
+            },
+            create("/a", CreateMode::Persistent),
+            TxnOp::Check {
+                path: "/a".into(),
+                version: -1,
+            },
+        ];
+        let mut ev = Vec::new();
+        assert_eq!(
+            t.apply_multi(2, 0, S, &[], &ops, &mut ev),
+            Err(vec![
+                ErrorCode::Ok,
+                ErrorCode::Ok,
+                ErrorCode::Ok,
+                ErrorCode::Ok,
+                ErrorCode::NodeExists,
+                ErrorCode::RuntimeInconsistency
+            ])
+        );
+        assert!(ev.is_empty(), "no event on failure");
+        assert_eq!(t, before, "no change on failure");
+        assert_eq!(t.encode(), before.encode());
+    }
+
+    #[test]
+    fn multi_ops_see_the_earlier_ops_and_succeed_together() {
+        let mut t = DataTree::new();
+        let ops = vec![
+            create("/a", CreateMode::Persistent),
+            create("/a/b", CreateMode::Persistent),
+            TxnOp::Check {
+                path: "/a/b".into(),
+                version: 0,
+            },
+            TxnOp::Delete {
+                path: "/a/b".into(),
+                version: 0,
+            },
+        ];
+        let mut ev = Vec::new();
+        let out = t.apply_multi(5, 0, S, &[], &ops, &mut ev).unwrap();
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[3], OpOutcome::Deleted);
+        assert_eq!(t.stat("/a").unwrap().cversion, 2);
+        assert_eq!(ev.len(), 6);
+    }
+
+    #[test]
+    fn close_session_deletes_its_ephemerals_with_events() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/p", CreateMode::Persistent));
+        ok(&mut t, 2, create("/p/e1", CreateMode::Ephemeral));
+        ok(&mut t, 3, create("/e2", CreateMode::Ephemeral));
+        let mut ev = Vec::new();
+        let gone = t.close_session(4, S, &mut ev);
+        assert_eq!(gone, vec!["/e2".to_string(), "/p/e1".to_string()]);
+        assert_eq!(t.stat("/p").unwrap().pzxid, 4);
+        assert!(t.ephemerals(S).is_empty());
+        assert_eq!(ev.len(), 4);
+        assert_eq!(ev[0], ("/e2".to_string(), EventType::NodeDeleted));
+    }
+
+    #[test]
+    fn get_ephemerals_filters_by_plain_prefix() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/ab", CreateMode::Ephemeral));
+        ok(&mut t, 2, create("/b", CreateMode::Ephemeral));
+        assert_eq!(t.ephemerals_with_prefix(S, " / ").len(), 2);
+        assert_eq!(t.ephemerals_with_prefix(S, "").len(), 2);
+        assert_eq!(t.ephemerals_with_prefix(S, "/a"), vec!["/ab".to_string()]);
+    }
+
+    #[test]
+    fn containers_are_reaped_once_emptied_and_ttl_nodes_after_their_ttl() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/c", CreateMode::Container));
+        ok(&mut t, 2, create("/t", CreateMode::PersistentWithTtl)); // mtime 20, ttl 1000
+        assert_eq!(
+            t.reap_candidates(100),
+            Vec::<String>::new(),
+            "a new container stays"
+        );
+        assert_eq!(
+            t.reap_candidates_with(100_000, 50),
+            vec!["/c".to_string(), "/t".to_string()]
+        );
+        ok(&mut t, 3, create("/c/x", CreateMode::Persistent));
+        assert!(
+            t.reap_candidates(1020).is_empty(),
+            "ttl not yet passed (strictly more)"
+        );
+        ok(
+            &mut t,
+            4,
+            TxnOp::Delete {
+                path: "/c/x".into(),
+                version: -1,
+            },
+        );
+        assert_eq!(
+            t.reap_candidates(1021),
+            vec!["/c".to_string(), "/t".to_string()]
+        );
+        // A container that got a child meanwhile: NotEmpty.
+        ok(&mut t, 5, create("/c/y", CreateMode::Persistent));
+        assert_eq!(
+            apply(&mut t, 6, TxnOp::DeleteContainer { path: "/c".into() }),
+            Err(ErrorCode::NotEmpty)
+        );
+        ok(&mut t, 7, create("/e", CreateMode::Ephemeral));
+        assert_eq!(
+            apply(&mut t, 8, TxnOp::DeleteContainer { path: "/e".into() }),
+            Err(ErrorCode::BadVersion),
+            "an ephemeral is never reaped"
+        );
+        assert_eq!(
+            apply(&mut t, 9, TxnOp::DeleteContainer { path: "/t".into() }),
+            Ok(OpOutcome::Deleted)
+        );
+        assert!(t.ttls().is_empty());
+    }
+
+    #[test]
+    fn identical_acls_are_shared_and_released() {
+        let mut t = DataTree::new();
+        let base = t.acl_cache_size();
+        for i in 0..100 {
+            ok(
+                &mut t,
+                i + 1,
+                create(&format!("/n{i}"), CreateMode::Persistent),
+            );
+        }
+        assert_eq!(t.acl_cache_size(), base);
+        let private = vec![Acl {
+            perms: perms::ALL,
+            id: Id::new("digest", "a:b"),
+        }];
+        ok(
+            &mut t,
+            200,
+            TxnOp::SetAcl {
+                path: "/n1".into(),
+                acl: private,
+                version: -1,
+            },
+        );
+        assert_eq!(t.acl_cache_size(), base + 1);
+        ok(
+            &mut t,
+            201,
+            TxnOp::Delete {
+                path: "/n1".into(),
+                version: -1,
+            },
+        );
+        assert_eq!(t.acl_cache_size(), base);
+    }
+
+    #[test]
+    fn snapshot_cut_short_or_corrupt_is_refused() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        let bytes = t.encode();
+        for cut in 0..bytes.len() {
+            assert!(DataTree::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert_eq!(DataTree::decode(&bytes).unwrap(), t);
+    }
+
+    fn arb_ops() -> impl Strategy<Value = Vec<(u8, u8, u8, Vec<u8>)>> {
+        proptest::collection::vec(
+            (
+                0u8..6,
+                0u8..6,
+                0u8..7,
+                proptest::collection::vec(any::<u8>(), 0..4),
+            ),
+            0..40,
+        )
+    }
+
+    fn build(ops: &[(u8, u8, u8, Vec<u8>)]) -> DataTree {
+        let mut t = DataTree::new();
+        let names = ["/a", "/b", "/a/x", "/a/y", "/b/z", "/a/x/q"];
+        for (i, (kind, n, mode, data)) in ops.iter().enumerate() {
+            let path = names[*n as usize].to_string();
+            let zxid = i as i64 + 1;
+            let mode = CreateMode::from_flags(i32::from(*mode)).unwrap_or(CreateMode::Persistent);
+            let op = match kind {
+                0 | 1 => TxnOp::Create {
+                    path,
+                    data: data.clone(),
+                    acl: if data.len() % 2 == 0 {
+                        Acl::open_unsafe()
+                    } else {
+                        vec![
+                            Acl {
+                                perms: perms::ALL,
+                                id: Id::new("digest", "u:p"),
+                            },
+                            Acl {
+                                perms: perms::READ,
+                                id: Id::anyone(),
+                            },
+                        ]
+                    },
+                    mode,
+                    ttl: if mode.is_ttl() { 5 } else { -1 },
+                },
+                2 => TxnOp::Delete { path, version: -1 },
+                3 => TxnOp::SetData {
+                    path,
+                    data: data.clone(),
+                    version: -1,
+                },
+                4 => TxnOp::SetAcl {
+                    path,
+                    acl: vec![Acl {
+                        perms: perms::ALL,
+                        id: Id::new("ip", "10.0.0.1"),
+                    }],
+                    version: -1,
+                },
+                _ => TxnOp::DeleteContainer { path },
+            };
+            let mut ev = Vec::new();
+            let session = i64::from(*n % 2) + 1;
+            let _ = t.apply_op(zxid, zxid, session, &[Id::new("super", "")], &op, &mut ev);
+            t.set_last_processed_zxid(zxid);
+        }
+        t
+    }
+
+    proptest! {
+        #[test]
+        fn snapshot_encode_decode_round_trips(ops in arb_ops()) {
+            let t = build(&ops);
+            let bytes = t.encode();
+            let back = DataTree::decode(&bytes).unwrap();
+            prop_assert_eq!(&back, &t);
+            prop_assert_eq!(back.encode(), bytes);
+            prop_assert_eq!(back.approximate_data_size(), t.approximate_data_size());
+            prop_assert_eq!(back.ephemerals_by_session(), t.ephemerals_by_session());
+        }
+
+        #[test]
+        fn a_failed_multi_leaves_the_tree_unchanged(ops in arb_ops(), multi in arb_ops()) {
+            let mut t = build(&ops);
+            let before = t.clone();
+            let names = ["/a", "/b", "/a/x", "/a/y", "/b/z", "/a/x/q"];
+            let mut txn: Vec<TxnOp> = multi.iter().map(|(k, n, _, d)| {
+                let path = names[*n as usize].to_string();
+                match k {
+                    0 | 1 => TxnOp::Create { path, data: d.clone(), acl: Acl::open_unsafe(), mode: CreateMode::Persistent, ttl: -1 },
+                    2 => TxnOp::Delete { path, version: -1 },
+                    3 => TxnOp::SetData { path, data: d.clone(), version: -1 },
+                    4 => TxnOp::SetAcl { path, acl: vec![Acl { perms: 1, id: Id::new("digest", "x:y") }], version: -1 },
+                    _ => TxnOp::Check { path, version: -1 },
+                }
+            }).collect();
+            // Always fails at the end.
+            txn.push(TxnOp::Check { path: "/never".into(), version: -1 });
+            let mut ev = Vec::new();
+            prop_assert!(t.apply_multi(1000, 0, 1, &[], &txn, &mut ev).is_err());
+            prop_assert!(ev.is_empty());
+            prop_assert_eq!(&t, &before);
+        }
+    }
+
+    #[test]
+    fn fuzz_tree_decode_never_panics_and_reencodes() {
+        bolero::check!().for_each(|input: &[u8]| {
+            if let Ok(t) = DataTree::decode(input) {
+                // A decoded tree is consistent: it encodes and decodes to itself.
+                assert_eq!(DataTree::decode(&t.encode()).as_ref(), Ok(&t));
+            }
+        });
+    }
+
+    #[test]
+    fn fuzz_tree_decode_of_mutated_valid_trees_never_panics() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Container));
+        ok(&mut t, 2, create("/a/b", CreateMode::Ephemeral));
+        ok(&mut t, 3, create("/t", CreateMode::PersistentWithTtl));
+        let valid = t.encode();
+        bolero::check!()
+            .with_type::<(u16, u8)>()
+            .for_each(|(at, byte)| {
+                let mut b = valid.clone();
+                let i = usize::from(*at) % b.len();
+                b[i] = *byte;
+                if let Ok(t) = DataTree::decode(&b) {
+                    assert_eq!(DataTree::decode(&t.encode()).as_ref(), Ok(&t));
+                }
+            });
     }
 }

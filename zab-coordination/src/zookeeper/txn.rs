@@ -595,4 +595,49 @@ mod tests {
         bytes.push(0);
         assert_eq!(ZkTxn::decode(&bytes), Err(TxnError::TrailingBytes(1)));
     }
+
+    #[test]
+    fn fuzz_txn_decode_never_panics_and_reencodes() {
+        bolero::check!().for_each(|input: &[u8]| {
+            if let Ok(t) = ZkTxn::decode(input) {
+                assert_eq!(t.encode(), input);
+            }
+        });
+    }
+
+    #[test]
+    fn fuzz_txn_decode_of_mutated_valid_txns_never_panics() {
+        let valid = ZkTxn {
+            origin: 1,
+            session: 2,
+            cxid: 3,
+            time: 4,
+            auth: vec![Id::new("digest", "a:b")],
+            body: TxnBody::Multi(vec![
+                TxnOp::Create {
+                    path: "/a".into(),
+                    data: b"x".to_vec(),
+                    acl: Acl::open_unsafe(),
+                    mode: CreateMode::EphemeralSequential,
+                    ttl: -1,
+                },
+                TxnOp::SetAcl {
+                    path: "/a".into(),
+                    acl: Acl::open_unsafe(),
+                    version: 1,
+                },
+            ]),
+        }
+        .encode();
+        bolero::check!()
+            .with_type::<(u16, u8)>()
+            .for_each(|(at, byte)| {
+                let mut b = valid.clone();
+                let i = usize::from(*at) % b.len();
+                b[i] = *byte;
+                if let Ok(t) = ZkTxn::decode(&b) {
+                    assert_eq!(t.encode(), b);
+                }
+            });
+    }
 }
