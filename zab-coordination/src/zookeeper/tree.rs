@@ -199,7 +199,7 @@ pub struct DataTree {
     ephemerals: BTreeMap<i64, BTreeSet<String>>,
     containers: BTreeSet<String>,
     ttls: BTreeSet<String>,
-    /// Sum of path and data lengths (`approximateDataSize`).
+    /// Sum of path (in UTF-16 units) and data lengths (`approximateDataSize`).
     data_size: i64,
     last_processed_zxid: i64,
 }
@@ -215,6 +215,12 @@ fn split_parent(path: &str) -> Option<(&str, &str)> {
     let slash = path.rfind('/')?;
     let parent = if slash == 0 { "/" } else { &path[..slash] };
     Some((parent, &path[slash + 1..]))
+}
+
+/// `DataTree.getNodeSize`: the path's length in Java characters (UTF-16 units) plus the
+/// data's in bytes.
+fn node_size(path: &str, data: &[u8]) -> i64 {
+    (path.encode_utf16().count() + data.len()) as i64
 }
 
 /// ZooKeeper's `isSpecialPath`: the nodes of a fresh tree, which cannot be deleted.
@@ -485,7 +491,7 @@ impl DataTree {
             }
             Kind::Persistent => {}
         }
-        self.data_size += (path.len() + node.data.len()) as i64;
+        self.data_size += node_size(&path, &node.data);
         self.nodes.insert(path.into_boxed_str(), Box::new(node));
     }
 
@@ -515,7 +521,7 @@ impl DataTree {
             }
             Kind::Persistent => {}
         }
-        self.data_size -= (path.len() + node.data.len()) as i64;
+        self.data_size -= node_size(&path, &node.data);
         Some(node)
     }
 
@@ -599,7 +605,8 @@ impl DataTree {
         self.nodes.len() + 1
     }
 
-    /// The sum of every node's path and data lengths (`approximateDataSize`).
+    /// The sum of every node's path length (in Java characters) and data length
+    /// (`approximateDataSize`).
     pub fn approximate_data_size(&self) -> i64 {
         self.data_size
     }
@@ -1176,7 +1183,7 @@ impl DataTree {
                 if path != "/" {
                     return Err(TreeError::NoRoot);
                 }
-                tree.data_size += (path.len() + node.data.len()) as i64;
+                tree.data_size += node_size(&path, &node.data);
                 tree.nodes.insert(path.into_boxed_str(), Box::new(node));
                 continue;
             }
@@ -1267,6 +1274,45 @@ mod tests {
         assert_eq!(t.all_children_number("/"), Some(3));
         assert_eq!(t.all_children_number("/zookeeper"), Some(2));
         assert_eq!(t.approximate_data_size(), 1 + 10 + 16 + 17);
+    }
+
+    #[test]
+    fn all_children_number_counts_every_descendant_and_data_size_counts_java_chars() {
+        let mut t = DataTree::new();
+        ok(&mut t, 1, create("/a", CreateMode::Persistent));
+        ok(&mut t, 2, create("/a/b", CreateMode::Persistent));
+        ok(&mut t, 3, create("/a/b/c", CreateMode::Persistent));
+        ok(&mut t, 4, create("/ab", CreateMode::Persistent));
+        assert_eq!(t.all_children_number("/a"), Some(2));
+        assert_eq!(t.all_children_number("/a/b/c"), Some(0));
+        assert_eq!(t.all_children_number("/"), Some(7));
+        assert_eq!(t.all_children_number("/nope"), None);
+        assert_eq!(
+            t.get_data("/a/b").map(|(d, s)| (d.to_vec(), s.czxid)),
+            Some((b"d".to_vec(), 2))
+        );
+        let before = t.approximate_data_size();
+        ok(&mut t, 5, create("/é", CreateMode::Persistent));
+        assert_eq!(t.approximate_data_size(), before + 2 + 1);
+        ok(
+            &mut t,
+            6,
+            TxnOp::SetData {
+                path: "/é".into(),
+                data: vec![0; 10],
+                version: -1,
+            },
+        );
+        assert_eq!(t.approximate_data_size(), before + 2 + 10);
+        ok(
+            &mut t,
+            7,
+            TxnOp::Delete {
+                path: "/é".into(),
+                version: -1,
+            },
+        );
+        assert_eq!(t.approximate_data_size(), before);
     }
 
     #[test]
