@@ -521,7 +521,7 @@ impl DataTree {
             }
             Kind::Persistent => {}
         }
-        self.data_size -= node_size(&path, &node.data);
+        self.data_size -= node_size(path, &node.data);
         Some(node)
     }
 
