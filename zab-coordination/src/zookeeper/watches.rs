@@ -245,8 +245,9 @@ impl WatchManager {
     }
 
     /// `checkWatches`: whether `session` has a watch on `path` of `kind` (as
-    /// [`remove`](Self::remove) selects them). ZooKeeper 3.8's `containsWatcher` answers true
-    /// when any session watches the path; this answers for `session` only.
+    /// [`remove`](Self::remove) selects them). ZooKeeper 3.8's `WatchManager.containsWatcher`
+    /// answers true when any session watches the path; this answers for `session` only, as
+    /// ZooKeeper's later `containsWatcher` (3.9) does.
     pub fn contains(&self, path: &str, kind: WatcherType, session: i64) -> bool {
         let (data, child, want) = Self::select(kind);
         (child && Self::matches(self.child.mode(path, session), want))
