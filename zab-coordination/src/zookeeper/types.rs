@@ -361,10 +361,7 @@ impl CreateMode {
 
     /// The ephemeral modes.
     pub fn is_ephemeral(self) -> bool {
-        matches!(
-            self,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        )
+        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
     }
 
     /// The sequential modes.
