@@ -141,7 +141,9 @@ pub enum Notice {
         /// The node's path.
         path: String,
     },
-    /// The result of the session's write `cxid`, applied as `zxid`.
+    /// The result of the session's write `cxid`, applied as `zxid`: sent when this server
+    /// proposed it (`origin` is its incarnation) and the session has a sink here (register
+    /// a new session's sink before proposing its `CreateSession`).
     Reply {
         /// The request's xid.
         cxid: i32,
@@ -749,5 +751,37 @@ mod tests {
         let mut snap = m.take_snapshot();
         snap.zxid = Zxid::new(1, 9);
         assert!(m.restore(&snap).is_err());
+    }
+
+    #[test]
+    fn recursive_watch_on_root_sees_a_deep_create_once_and_not_the_parents_children_change() {
+        let (mut m, _closed) = machine();
+        m.apply(&txn(1, 1, ME, 0, open(1)));
+        m.apply(&txn(2, 1, ME, 0, create("/a", CreateMode::Persistent)));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut s = lock(&m.0);
+            s.register_sink(2, tx);
+            s.watches.add("/", WatchKind::PersistentRecursive, 2);
+            s.watches.add("/a", WatchKind::Child, 2);
+        }
+        m.apply(&txn(3, 1, ME, 0, create("/a/b", CreateMode::Persistent)));
+        let events: Vec<(EventType, String)> = drain(&mut rx)
+            .into_iter()
+            .filter_map(|n| match n {
+                Notice::Watch {
+                    event_type, path, ..
+                } => Some((event_type, path)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                (EventType::NodeCreated, "/a/b".to_string()),
+                (EventType::NodeChildrenChanged, "/a".to_string())
+            ],
+            "the child watch fires for /a, the recursive watch only for the create"
+        );
     }
 }
