@@ -214,6 +214,7 @@ async fn handshake_and_run(
     }
     let timeout = ctx.limits.negotiate(req.timeout);
     let (sink_tx, sink_rx) = mpsc::unbounded_channel();
+    let sink_keep = sink_tx.clone();
     let (session, passwd) = if req.session_id == 0 {
         open_session(ctx, timeout, sink_tx).await?
     } else {
@@ -290,7 +291,7 @@ async fn handshake_and_run(
         conn.run(rd, wr, sync_rx).await
     }
     .await;
-    ctx.lock().unregister_sink_if_closed(session);
+    ctx.lock().detach(session, &sink_keep);
     result
 }
 
@@ -943,8 +944,8 @@ impl Conn {
     ) {
         let last = st.last_applied().0;
         let ZkState { db, watches, .. } = st;
-        let events = db.tree.set_watches(
-            watches,
+        let events = watches.set_watches(
+            &db.tree,
             relative_zxid,
             &data,
             &exist,
@@ -1016,12 +1017,15 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
         if !must(mode) {
             return Err(ErrorCode::BadArguments);
         }
+        // The tree refuses a TTL with a mode that has none, as ZooKeeper does: only createTTL
+        // carries one.
+        let ttl = if mode.is_ttl() { c.ttl } else { -1 };
         Ok(TxnOp::Create {
             path: c.path,
             data: c.data,
             acl: c.acl,
             mode,
-            ttl: c.ttl,
+            ttl,
         })
     };
     let _ = op_code;

@@ -207,6 +207,22 @@ impl ZkState {
     }
 
     /// Whether `session` has a sink here.
+    /// The connection of `session` whose sink is `sink` ended: its sink and its watches here
+    /// go (ZooKeeper's watches belong to a connection; the client registers them again with
+    /// `setWatches` on the server it moves to). Nothing changes if a newer connection of the
+    /// session registered its own sink meanwhile.
+    pub fn detach(&mut self, session: i64, sink: &mpsc::UnboundedSender<Notice>) {
+        if self
+            .sinks
+            .get(&session)
+            .is_some_and(|s| s.same_channel(sink))
+        {
+            self.sinks.remove(&session);
+            self.watches.remove_session(session);
+        }
+    }
+
+    /// Whether `session` has a sink here.
     pub fn has_sink(&self, session: i64) -> bool {
         self.sinks.contains_key(&session)
     }

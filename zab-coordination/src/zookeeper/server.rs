@@ -25,12 +25,13 @@ use zab_core::peer::{PeerConfig, PeerHandle, PeerStatus, QuorumPeer};
 use zab_core::store::FileElectionStore;
 use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
 use zab_core::txnlog::{FileTxnLog, FsyncPolicy, SnapshotPolicy};
-use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId, Timing};
+use zab_core::discovery::Timing;
+use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId};
 
 use super::config::ZkConfig;
 use super::machine::{ZkMachine, ZkShared, ZkState};
 use super::sessions::{SessionIds, TimeoutLimits};
-use super::txn::{TxnBody, TxnOp, ZkTxn};
+use super::txn::{validate_payload, TxnBody, TxnOp, ZkTxn};
 
 /// How often the leader looks for empty containers and expired TTL nodes (ZooKeeper's
 /// `znode.container.checkIntervalMs`, 60 s by default; `zoo.cfg` may set it under that key).
@@ -246,7 +247,8 @@ impl ZkServer {
 
         let peer = if standalone {
             let quorum = Arc::new(QuorumMaj::with_ids([sid], []));
-            let mut pc = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum);
+            let mut pc = PeerConfig::new(ServerId(sid), LearnerType::Participant, quorum)
+                .with_request_validator(validate_payload);
             pc.timing = timing;
             let net = MemoryNetwork::new();
             QuorumPeer::new(pc, net.endpoint(ServerId(sid)), store)
@@ -284,7 +286,8 @@ impl ZkServer {
                 LearnerType::Participant
             };
             let quorum = Arc::new(QuorumMaj::new(members, 0));
-            let mut pc = PeerConfig::new(ServerId(sid), learner_type, quorum);
+            let mut pc = PeerConfig::new(ServerId(sid), learner_type, quorum)
+                .with_request_validator(validate_payload);
             pc.timing = timing;
             let t = TcpTransport::bind(
                 TcpConfig::new(ServerId(sid), own.election, addrs),

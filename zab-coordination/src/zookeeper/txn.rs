@@ -641,3 +641,66 @@ mod tests {
             });
     }
 }
+
+/// The leader's check of every write before it proposes it
+/// ([`zab_core::peer::PeerConfig::request_validator`]): the payload must be a well-formed
+/// [`ZkTxn`] whose paths are absolute and free of NUL characters, and a `createSession` must
+/// carry a 16-byte password and a positive timeout. The server a client is connected to makes
+/// the same checks (and ZooKeeper's rules) before forwarding; this keeps what a faulty or
+/// hostile peer forwards out of every log.
+pub fn validate_payload(bytes: &[u8]) -> Result<(), String> {
+    let txn = ZkTxn::decode(bytes).map_err(|e| e.to_string())?;
+    let ops: &[TxnOp] = match &txn.body {
+        TxnBody::Op(op) => std::slice::from_ref(op),
+        TxnBody::Multi(ops) => ops,
+        TxnBody::CreateSession { timeout, passwd } => {
+            if passwd.len() != 16 || *timeout <= 0 {
+                return Err(format!(
+                    "createSession with a {}-byte password and timeout {timeout}",
+                    passwd.len()
+                ));
+            }
+            &[]
+        }
+        TxnBody::CloseSession => &[],
+    };
+    for op in ops {
+        let path = op.path();
+        if !path.starts_with('/') || path.contains('\0') {
+            return Err(format!("invalid path {path:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod validate_tests {
+    use super::*;
+
+    #[test]
+    fn the_leader_refuses_undecodable_payloads_and_relative_paths() {
+        assert!(validate_payload(b"garbage").is_err());
+        let mut txn = ZkTxn {
+            origin: 1,
+            session: 7,
+            cxid: 1,
+            time: 0,
+            auth: Vec::new(),
+            body: TxnBody::Op(TxnOp::Delete {
+                path: "/ok".into(),
+                version: -1,
+            }),
+        };
+        assert_eq!(validate_payload(&txn.encode()), Ok(()));
+        txn.body = TxnBody::Op(TxnOp::Delete {
+            path: "relative".into(),
+            version: -1,
+        });
+        assert!(validate_payload(&txn.encode()).is_err());
+        txn.body = TxnBody::CreateSession {
+            timeout: 4000,
+            passwd: vec![0; 3],
+        };
+        assert!(validate_payload(&txn.encode()).is_err());
+    }
+}
