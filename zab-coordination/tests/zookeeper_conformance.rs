@@ -196,10 +196,7 @@ async fn cut_off_session_expires(flavour: Flavour, test: &str) -> TestResult {
         return Ok(());
     };
     // tickTime 200 ms: session timeouts from 400 ms to 4 s.
-    let zk = b
-        .servers(3)
-        .tick_time(Duration::from_millis(200))
-        .start()?;
+    let zk = b.servers(3).tick_time(Duration::from_millis(200)).start()?;
     let sids = zk.sids();
     let proxy = TcpProxy::to_local_port(zk.client_port(sids[0])?)?;
     let short = ZooKeeperOptions::new()
@@ -207,7 +204,9 @@ async fn cut_off_session_expires(flavour: Flavour, test: &str) -> TestResult {
         .with_connection_timeout(Duration::from_secs(10));
     let client = ZooKeeperCoordination::connect_with(&proxy.host_port(), short).await?;
     let session = client.session_id();
-    client.create("/expiring", b"", CreateMode::Ephemeral).await?;
+    client
+        .create("/expiring", b"", CreateMode::Ephemeral)
+        .await?;
     let observer = ZooKeeperCoordination::connect_with(
         &format!("127.0.0.1:{}", zk.client_port(sids[1])?),
         options(),
@@ -273,8 +272,12 @@ async fn client_fails_over(flavour: Flavour, test: &str) -> TestResult {
     let mut zk = b.servers(3).start()?;
     let client = ZooKeeperCoordination::connect_with(&zk.connect_string(), options()).await?;
     let session = client.session_id();
-    client.create("/member", b"{}", CreateMode::Ephemeral).await?;
-    client.create("/watched", b"a", CreateMode::Persistent).await?;
+    client
+        .create("/member", b"{}", CreateMode::Ephemeral)
+        .await?;
+    client
+        .create("/watched", b"a", CreateMode::Persistent)
+        .await?;
     client.get_data("/watched", true).await?;
     let all = zk.sids();
     let home = server_of(&zk, &all, session).ok_or("no server lists the client's session")?;

@@ -384,7 +384,8 @@ impl ZkConfig {
                     }
                 }
                 "peerType" => {
-                    c.peer_type = PeerType::parse(&value).ok_or_else(|| bad("unrecognised peer type"))?
+                    c.peer_type =
+                        PeerType::parse(&value).ok_or_else(|| bad("unrecognised peer type"))?
                 }
                 "snapCount" => {
                     let n = int()?;
@@ -599,7 +600,7 @@ impl ZkConfig {
             }
         } else if participants <= 2 {
             tracing::warn!("no server failure will be tolerated: at least 3 servers are needed");
-        } else if participants % 2 == 0 {
+        } else if participants.is_multiple_of(2) {
             tracing::warn!("non-optimal configuration: consider an odd number of servers");
         }
         Ok(())
@@ -608,10 +609,7 @@ impl ZkConfig {
 
 /// `minSessionTimeout`/`maxSessionTimeout`: -1 is ZooKeeper's "use the default"; other
 /// negative values are refused.
-fn session_timeout(
-    n: i64,
-    bad: &dyn Fn(&str) -> ConfigError,
-) -> Result<i64, ConfigError> {
+fn session_timeout(n: i64, bad: &dyn Fn(&str) -> ConfigError) -> Result<i64, ConfigError> {
     if n < -1 {
         Err(bad("must be -1 (the default) or a timeout in milliseconds"))
     } else {
@@ -624,7 +622,7 @@ fn port(s: &str) -> Option<u16> {
 }
 
 /// Java's `String.split`: trailing empty strings removed.
-fn java_split<'a>(s: &'a str, sep: char) -> Vec<&'a str> {
+fn java_split(s: &str, sep: char) -> Vec<&str> {
     let mut parts: Vec<&str> = s.split(sep).collect();
     while parts.len() > 1 && parts.last() == Some(&"") {
         parts.pop();
@@ -685,7 +683,8 @@ fn parse_server(sid: u64, value: &str) -> Result<QuorumServer, String> {
     if parts.len() < 3 || parts.len() > 4 {
         return Err(wrong.into());
     }
-    let quorum_port = port(&parts[1]).ok_or_else(|| format!("quorum port {} is not a port", parts[1]))?;
+    let quorum_port =
+        port(&parts[1]).ok_or_else(|| format!("quorum port {} is not a port", parts[1]))?;
     let election_port =
         port(&parts[2]).ok_or_else(|| format!("election port {} is not a port", parts[2]))?;
     if quorum_port == election_port {
@@ -927,13 +926,18 @@ mod tests {
     #[test]
     fn secure_client_port_is_refused_with_a_clear_error() {
         let e = ZkConfig::parse("dataDir=/d\nsecureClientPort=2281\n").unwrap_err();
-        assert!(matches!(&e, ConfigError::Unsupported { key, line: 2, .. } if key == "secureClientPort"));
+        assert!(
+            matches!(&e, ConfigError::Unsupported { key, line: 2, .. } if key == "secureClientPort")
+        );
         assert!(e.to_string().contains("TLS"), "{e}");
     }
 
     #[test]
     fn max_client_cnxns_is_per_ip_and_zero_or_negative_means_no_limit() {
-        assert_eq!(parse("dataDir=/d\nmaxClientCnxns=10\n").max_client_cnxns, 10);
+        assert_eq!(
+            parse("dataDir=/d\nmaxClientCnxns=10\n").max_client_cnxns,
+            10
+        );
         assert_eq!(parse("dataDir=/d\nmaxClientCnxns=0\n").max_client_cnxns, 0);
         assert_eq!(parse("dataDir=/d\nmaxClientCnxns=-5\n").max_client_cnxns, 0);
     }
@@ -979,7 +983,9 @@ mod tests {
     #[test]
     fn four_letter_whitelist_star_enables_every_word() {
         let c = parse("dataDir=/d\n4lw.commands.whitelist=*\n");
-        for w in ["ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "isro", "wchs"] {
+        for w in [
+            "ruok", "srvr", "stat", "mntr", "conf", "cons", "envi", "isro", "wchs",
+        ] {
             assert!(c.four_letter_whitelist.is_enabled(w), "{w}");
         }
     }
@@ -1136,7 +1142,9 @@ mod tests {
     fn a_single_server_line_runs_standalone_unless_standalone_is_disabled() {
         let c = parse("dataDir=/d\nserver.1=a:1:2\n");
         assert!(c.is_standalone());
-        let c = parse("dataDir=/d\ninitLimit=1\nsyncLimit=1\nstandaloneEnabled=false\nserver.1=a:1:2\n");
+        let c = parse(
+            "dataDir=/d\ninitLimit=1\nsyncLimit=1\nstandaloneEnabled=false\nserver.1=a:1:2\n",
+        );
         assert!(c.is_distributed());
     }
 
@@ -1155,7 +1163,10 @@ mod tests {
     fn my_id_must_be_in_the_server_list() {
         let mut c = parse(THREE);
         assert!(c.clone().apply_my_id(2).is_ok());
-        assert!(matches!(c.apply_my_id(9), Err(ConfigError::Inconsistent(_))));
+        assert!(matches!(
+            c.apply_my_id(9),
+            Err(ConfigError::Inconsistent(_))
+        ));
     }
 
     #[test]

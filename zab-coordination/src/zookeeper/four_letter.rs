@@ -167,8 +167,9 @@ impl LatencyStats {
         if self.count == 0 {
             return 0.0;
         }
-        // Half-up at the 4th decimal, in integer arithmetic (exact for the counts seen).
-        let scaled = (u128::from(self.total) * 20_000 / u128::from(self.count) + 1) / 2;
+        // Half-up at the 4th decimal, in exact integer arithmetic. (ZooKeeper rounds the
+        // double quotient, which can differ only at an exact tie the double misrepresents.)
+        let scaled = (u128::from(self.total) * 20_000 / u128::from(self.count)).div_ceil(2);
         scaled as f64 / 10_000.0
     }
 }
@@ -584,7 +585,11 @@ fn stat_text(s: &ServerSnapshot, with_clients: bool) -> String {
     let _ = writeln!(t, "Node count: {}", s.node_count);
     if let (ServerState::Leader, Some(l)) = (s.state, &s.leader) {
         let p = l.proposal_sizes;
-        let _ = writeln!(t, "Proposal sizes last/min/max: {}/{}/{}", p.last, p.min, p.max);
+        let _ = writeln!(
+            t,
+            "Proposal sizes last/min/max: {}/{}/{}",
+            p.last, p.min, p.max
+        );
     }
     t
 }
@@ -620,7 +625,10 @@ fn mntr_text(s: &ServerSnapshot) -> String {
     if let (ServerState::Leader, Some(l)) = (s.state, &s.leader) {
         line("learners", &l.learners);
         line("synced_followers", &l.synced_followers);
-        line("synced_non_voting_followers", &l.synced_non_voting_followers);
+        line(
+            "synced_non_voting_followers",
+            &l.synced_non_voting_followers,
+        );
         line("synced_observers", &l.synced_observers);
         line("pending_syncs", &l.pending_syncs);
         line("leader_uptime", &l.leader_uptime_ms);
@@ -650,7 +658,11 @@ fn conf_text(c: &ConfSnapshot) -> String {
     let _ = writeln!(t, "maxClientCnxns={}", c.max_client_cnxns);
     let _ = writeln!(t, "minSessionTimeout={}", c.min_session_timeout_ms);
     let _ = writeln!(t, "maxSessionTimeout={}", c.max_session_timeout_ms);
-    let _ = writeln!(t, "clientPortListenBacklog={}", c.client_port_listen_backlog);
+    let _ = writeln!(
+        t,
+        "clientPortListenBacklog={}",
+        c.client_port_listen_backlog
+    );
     let _ = writeln!(t, "serverId={}", c.server_id);
     if let Some(q) = &c.quorum {
         let _ = writeln!(t, "initLimit={}", q.init_limit);
@@ -693,12 +705,7 @@ fn connection_line(t: &mut String, c: &ConnectionStats, brief: bool) {
             let _ = write!(
                 t,
                 ",lzxid=0x{:x},lresp={},llat={},minlat={},avglat={},maxlat={}",
-                s.last_zxid,
-                s.last_response_ms,
-                s.last_latency,
-                s.latency.min,
-                avg,
-                s.latency.max
+                s.last_zxid, s.last_response_ms, s.last_latency, s.latency.min, avg, s.latency.max
             );
         }
     }
@@ -772,7 +779,10 @@ mod tests {
             assert_eq!(is_four_letter_word(code), Some(word));
         }
         assert_eq!(is_four_letter_word(*b"ruok"), Some("ruok"));
-        assert_eq!(is_four_letter_word([0xff, 0xf4, 0xff, 0xfd]), Some("telnet close"));
+        assert_eq!(
+            is_four_letter_word([0xff, 0xf4, 0xff, 0xfd]),
+            Some("telnet close")
+        );
         // A connect request starts with its length (44 or 45 bytes).
         assert_eq!(is_four_letter_word([0, 0, 0, 44]), None);
         assert_eq!(is_four_letter_word(*b"RUOK"), None);
@@ -805,7 +815,9 @@ mod tests {
     #[test]
     fn known_words_without_an_answer_close_silently() {
         let s = snapshot(ServerState::Standalone);
-        for w in ["dump", "crst", "srst", "gtmk", "stmk", "wchc", "wchp", "hash"] {
+        for w in [
+            "dump", "crst", "srst", "gtmk", "stmk", "wchc", "wchp", "hash",
+        ] {
             assert_eq!(
                 answer(w, &s, &FourLetterWhitelist::all()),
                 FourLetterAnswer::NotAnswered(w)
@@ -843,7 +855,10 @@ mod tests {
         s.leader = Some(LeaderStats::default());
         let t = reply("srvr", &s);
         assert!(t.contains("Zxid: 0x100000002\nMode: leader\n"), "{t}");
-        assert!(t.ends_with("Node count: 5\nProposal sizes last/min/max: -1/-1/-1\n"), "{t}");
+        assert!(
+            t.ends_with("Node count: 5\nProposal sizes last/min/max: -1/-1/-1\n"),
+            "{t}"
+        );
     }
 
     #[test]
