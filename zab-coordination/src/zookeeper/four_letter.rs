@@ -199,6 +199,24 @@ pub struct SessionStats {
     pub latency: LatencyStats,
 }
 
+impl SessionStats {
+    /// Session `session_id` established at `established_ms` with this timeout, before any
+    /// request (`lop=NA`, no cxid, zxid -1).
+    pub fn new(session_id: u64, established_ms: i64, timeout_ms: u32) -> SessionStats {
+        SessionStats {
+            session_id,
+            last_op: "NA".into(),
+            established_ms,
+            timeout_ms,
+            last_cxid: -1,
+            last_zxid: -1,
+            last_response_ms: 0,
+            last_latency: 0,
+            latency: LatencyStats::default(),
+        }
+    }
+}
+
 /// One client connection, for `cons` and `stat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -428,8 +446,11 @@ pub struct ServerSnapshot {
     pub leader: Option<LeaderStats>,
     /// Voting members (`zk_quorum_size`; in a quorum only).
     pub quorum_size: Option<u64>,
-    /// Observers synced to this follower (`zk_synced_observers` of a follower).
-    pub follower_synced_observers: Option<u64>,
+    /// In a quorum, ZooKeeper's `QuorumPeer.getDetailedPeerState` (`zk_peer_state`):
+    /// `leading - broadcast`, `following - broadcast`, `observing - broadcast` once synced.
+    pub peer_state: Option<String>,
+    /// An observer's learner master (`zk_observer_master_id`; observers only).
+    pub observer_master_id: Option<i64>,
     /// Data-watch totals for `wchs`.
     pub watches: WatchSummary,
     /// What `conf` prints.
@@ -466,7 +487,8 @@ impl ServerSnapshot {
             connections: Vec::new(),
             leader: None,
             quorum_size: None,
-            follower_synced_observers: None,
+            peer_state: None,
+            observer_master_id: None,
             watches: WatchSummary::default(),
             conf,
             environment: Vec::new(),
@@ -595,8 +617,9 @@ fn stat_text(s: &ServerSnapshot, with_clients: bool) -> String {
 }
 
 /// `mntr`: `zk_<key>\t<value>` lines, in the order ZooKeeper registers the gauges
-/// (`ZooKeeperServer.dumpMonitorValues`, then `registerMetrics` of the server and its
-/// leader/follower/quorum subclasses). ZooKeeper also prints its metrics provider's counters
+/// (`dumpMonitorValues` of the server and its quorum/observer subclasses, then the gauges of
+/// `registerMetrics` of the server, the leader and the quorum server; a follower of ZooKeeper
+/// 3.8.0 prints no `zk_synced_observers`). ZooKeeper also prints its metrics provider's counters
 /// and summaries (`zk_cnt_*`, `zk_p99_*`, ...), which this server does not keep.
 fn mntr_text(s: &ServerSnapshot) -> String {
     let mut t = String::new();
@@ -606,6 +629,12 @@ fn mntr_text(s: &ServerSnapshot) -> String {
     let fd = |v: Option<u64>| v.map_or(-1, |v| v as i64);
     line("version", &s.version);
     line("server_state", &s.state.as_str());
+    if let Some(p) = &s.peer_state {
+        line("peer_state", p);
+    }
+    if let (ServerState::Observer, Some(id)) = (s.state, s.observer_master_id) {
+        line("observer_master_id", &id);
+    }
     line("avg_latency", &java_double(s.latency.average()));
     line("max_latency", &s.latency.max);
     line("min_latency", &s.latency.min);
@@ -635,9 +664,6 @@ fn mntr_text(s: &ServerSnapshot) -> String {
         line("last_proposal_size", &l.proposal_sizes.last);
         line("max_proposal_size", &l.proposal_sizes.max);
         line("min_proposal_size", &l.proposal_sizes.min);
-    }
-    if let (ServerState::Follower, Some(n)) = (s.state, s.follower_synced_observers) {
-        line("synced_observers", &n);
     }
     if let Some(n) = s.quorum_size {
         line("quorum_size", &n);
@@ -949,17 +975,7 @@ mod tests {
     fn cons_omits_last_cxid_before_any_request_and_prints_minus_one_zxid_in_hex() {
         let mut s = snapshot(ServerState::Standalone);
         let mut c = ConnectionStats::new("10.1.2.3:9".parse().unwrap());
-        c.session = Some(SessionStats {
-            session_id: 1,
-            last_op: "NA".into(),
-            established_ms: 5,
-            timeout_ms: 4000,
-            last_cxid: -1,
-            last_zxid: -1,
-            last_response_ms: 0,
-            last_latency: 0,
-            latency: LatencyStats::default(),
-        });
+        c.session = Some(SessionStats::new(1, 5, 4000));
         s.connections = vec![c];
         assert_eq!(
             reply("cons", &s),
@@ -1034,11 +1050,21 @@ mod tests {
     fn mntr_of_a_follower_has_no_leader_keys() {
         let mut s = snapshot(ServerState::Follower);
         s.leader = Some(LeaderStats::default());
-        s.follower_synced_observers = Some(0);
+        s.peer_state = Some("following - broadcast".into());
         let t = reply("mntr", &s);
         assert!(!t.contains("zk_learners"));
         assert!(!t.contains("zk_pending_syncs"));
-        assert!(t.contains("zk_synced_observers\t0\n"));
+        assert!(!t.contains("zk_synced_observers"));
+        assert!(t.contains("zk_server_state\tfollower\nzk_peer_state\tfollowing - broadcast\n"));
+    }
+
+    #[test]
+    fn mntr_of_an_observer_names_its_learner_master() {
+        let mut s = snapshot(ServerState::Observer);
+        s.peer_state = Some("observing - broadcast".into());
+        s.observer_master_id = Some(2);
+        assert!(reply("mntr", &s)
+            .contains("zk_peer_state\tobserving - broadcast\nzk_observer_master_id\t2\n"));
     }
 
     #[test]
