@@ -39,7 +39,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// How long one command may take (the JVM client starts slowly on a busy machine).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Apache ZooKeeper 3.8.0's (Debian) normalised transcript of [`script`].
+/// Apache ZooKeeper 3.8.0's (Debian) normalised transcript of [`SCRIPT`].
 const APACHE_TRANSCRIPT: &str = r#"(banner)
 Connecting to <server>
 Welcome to ZooKeeper!
@@ -423,10 +423,10 @@ impl ZkCli {
         }
     }
 
-    /// Waits until an event line containing `needle` has arrived.
+    /// Waits until an event line ending in `needle` (`type:<type> path:<path>`) has arrived.
     fn wait_event(&mut self, needle: &str) -> TestResult {
         let deadline = Instant::now() + COMMAND_TIMEOUT;
-        while !self.events.iter().any(|e| e.contains(needle)) {
+        while !self.events.iter().any(|e| e.ends_with(needle)) {
             let line = self.read_line(deadline, &format!("the event {needle}"))?;
             self.classify(line);
         }
@@ -546,7 +546,7 @@ enum Step {
     Cli(&'static str),
     /// A command run by a second client, once (its output is not part of the transcript).
     Second(&'static [&'static str]),
-    /// Wait until the scripted client has printed an event containing this text.
+    /// Wait until the scripted client has printed an event ending in this text.
     Event(&'static str),
 }
 
