@@ -276,23 +276,21 @@ fn leader_killed_under_load(program: ServerProgram) -> TestResult {
                 .await?;
             reader.sync("/").await?;
             for (k, w) in writers.iter().enumerate() {
-                let log = w.log.lock().expect("not poisoned");
+                // The writers have stopped: a copy of what each had acknowledged.
+                let acked = w.log.lock().expect("not poisoned").acked.clone();
                 let children: BTreeSet<String> = reader
                     .list_children(&format!("{ROOT}/w{k}"))
                     .await?
                     .into_iter()
                     .map(|c| format!("{ROOT}/w{k}/{c}"))
                     .collect();
-                let missing: Vec<&String> = log
-                    .acked
-                    .iter()
-                    .filter(|p| !children.contains(*p))
-                    .collect();
+                let missing: Vec<&String> =
+                    acked.iter().filter(|p| !children.contains(*p)).collect();
                 assert!(
                     missing.is_empty(),
                     "server {sid} lacks writer {k}'s acknowledged creates {missing:?}"
                 );
-                let sorted = log.acked.windows(2).all(|p| p[0] < p[1]);
+                let sorted = acked.windows(2).all(|p| p[0] < p[1]);
                 assert!(sorted, "writer {k}'s sequence numbers must increase");
                 let stat = reader.check_stat(&w.ephemeral).await?;
                 let owner = stat.map(|s| s.ephemeral_owner);
