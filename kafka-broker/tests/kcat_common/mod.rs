@@ -1,6 +1,9 @@
 //! Helpers of the multi-process kcat test: `ha-broker` processes stopped on drop, `kcat` and
-//! `ha-admin` runs with a time limit, and a parser of `kcat -L` output.
+//! `ha-admin` runs with a time limit, and a parser of `kcat -L` output; [`cluster`]: three
+//! brokers on a ZooKeeper ensemble and the steps the kcat tests share.
 #![allow(dead_code)]
+
+pub mod cluster;
 
 use std::collections::BTreeMap;
 use std::fs::File;
