@@ -519,7 +519,10 @@ mod tests {
         assert_eq!(r.read_buffer(), Ok(None));
         assert_eq!(r.read_ustring(), Ok(None));
         assert!(r.is_empty());
-        assert_eq!(Reader::new(&bytes).read_string(), Err(JuteError::NullString));
+        assert_eq!(
+            Reader::new(&bytes).read_string(),
+            Err(JuteError::NullString)
+        );
     }
 
     #[test]
@@ -584,7 +587,7 @@ mod tests {
         w.write_stat(&stat);
         let mut expected = Vec::new();
         for (v, wide) in [
-            (1, true),
+            (1i32, true),
             (2, true),
             (3, true),
             (4, true),

@@ -22,7 +22,9 @@
 //! [`Reader::finish`] is the strict form.
 
 use super::jute::{JuteError, Reader, Writer};
-use super::types::{op, xid, Acl, AddWatchMode, CreateMode, ErrorCode, EventType, Stat, WatcherType};
+use super::types::{
+    op, xid, Acl, AddWatchMode, CreateMode, ErrorCode, EventType, Stat, WatcherType,
+};
 
 /// The `ttl` of a [`CreateRequest`] that is not a `createTTL` (the value ZooKeeper's
 /// `PrepRequestProcessor` uses for it).
