@@ -15,7 +15,8 @@
 //! decodes at once and whose failure closes the connection ([`split_frame_body`] gives the
 //! header alone, so a server can do the same). A frame too short for its header closes the
 //! connection. An op code ZooKeeper does not know ([`JuteError::UnknownOp`]) is answered
-//! `Unimplemented` and the connection is closed (`UnimplementedRequestProcessor`).
+//! `ReplyHeader(xid, -1, Unimplemented)` and the connection is closed
+//! (`UnimplementedRequestProcessor`).
 //!
 //! Decoding ignores bytes after a record, as ZooKeeper does (it reads a record from the
 //! frame's buffer and never checks that the buffer was used up); [`Request::read`] with
@@ -413,14 +414,16 @@ pub enum Request {
     CheckWatches {
         /// The node.
         path: String,
-        /// Which watches.
+        /// Which watches: [`WatcherType::Children`], [`WatcherType::Data`] or
+        /// [`WatcherType::Any`] (ZooKeeper 3.8 knows no other; the persistent types do not
+        /// decode).
         watcher_type: WatcherType,
     },
     /// `removeWatches` (18, `RemoveWatchesRequest`).
     RemoveWatches {
         /// The node.
         path: String,
-        /// Which watches.
+        /// Which watches (as for [`Request::CheckWatches`]).
         watcher_type: WatcherType,
     },
     /// `addWatch` (106, `AddWatchRequest`).
@@ -482,22 +485,29 @@ pub enum Request {
     /// `closeSession` (-11): no record.
     CloseSession,
     /// An op ZooKeeper knows but this server does not serve, with its body unread:
-    /// `reconfig` (16; ZooKeeper answers `ReconfigDisabled` (-123) unless
-    /// `reconfigEnabled`), `sasl` (102; without a SASL server ZooKeeper answers OK with a null
-    /// token), `deleteContainer` (20) and `createSession` (-10) (internal operations that
-    /// ZooKeeper's `Request.isValid` lets through). Encoded with an empty body.
+    /// `reconfig` (16; ZooKeeper answers a well-formed `ReconfigRequest` `ReconfigDisabled`
+    /// (-123) unless `reconfigEnabled`, one without its record `MarshallingError`), `sasl`
+    /// (102; without a SASL server ZooKeeper answers OK with a null token), `deleteContainer`
+    /// (20) and `createSession` (-10) (internal operations that ZooKeeper's `Request.isValid`
+    /// lets through). Encoded with an empty body.
     Unsupported {
         /// The op code.
         op: i32,
     },
 }
 
+/// A `checkWatches` / `removeWatches` type as ZooKeeper 3.8's `WatcherType.fromInt` reads
+/// it: children (1), data (2) or any (3). The persistent types (4, 5) are ZooKeeper 3.9's; a
+/// 3.8 server fails them with `MarshallingError`, so they are [`JuteError::BadEnum`] here.
 fn read_watcher_type(r: &mut Reader<'_>) -> Result<WatcherType, JuteError> {
     let code = r.read_i32()?;
-    WatcherType::from_code(code).ok_or(JuteError::BadEnum {
-        field: "watcher type",
-        value: code,
-    })
+    match WatcherType::from_code(code) {
+        Some(t @ (WatcherType::Children | WatcherType::Data | WatcherType::Any)) => Ok(t),
+        _ => Err(JuteError::BadEnum {
+            field: "watcher type",
+            value: code,
+        }),
+    }
 }
 
 fn read_multi_header(r: &mut Reader<'_>) -> Result<(i32, bool, i32), JuteError> {
@@ -1008,9 +1018,9 @@ pub enum MultiReadResult {
 /// - The replies of `delete`, `ping` (xid -2, zxid the last processed), `auth` (zxid 0;
 ///   `AuthFailed` then closes the connection), `setWatches` / `setWatches2`, `checkWatches`,
 ///   `removeWatches`, `closeSession` (then the connection closes) carry none
-///   ([`Response::Empty`]). So does a standalone `check` here: ZooKeeper 3.8 tries to send a
-///   `SetDataResponse` without a stat and fails, sending nothing (Java clients before 3.9
-///   never send one).
+///   ([`Response::Empty`]). So does a standalone `check` here: ZooKeeper 3.8 does not answer
+///   one at all (its `FinalRequestProcessor` fails serialising a `SetDataResponse` without a
+///   stat), and its Java client never sends one.
 /// - Every other successful reply carries the record of its op: [`Response::decode`] lists
 ///   them.
 #[derive(Debug, Clone, PartialEq, Eq)]
