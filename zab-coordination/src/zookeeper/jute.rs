@@ -101,6 +101,11 @@ pub enum JuteError {
 /// The length of a client-port frame from its 4-byte prefix, checked as ZooKeeper's
 /// `NIOServerCnxn.readLength` checks it: negative or above [`MAX_PACKET`] is
 /// [`JuteError::BadFrameLength`] (ZooKeeper closes the connection).
+///
+/// On a connection's first frame ZooKeeper first checks whether the four bytes are a
+/// four-letter word (`ruok`, `srvr`, …: `NIOServerCnxn.checkFourLetterWord`); read as a
+/// length each of them is far above [`MAX_PACKET`], so a server must check for them before
+/// calling this.
 pub fn frame_length(prefix: [u8; 4]) -> Result<usize, JuteError> {
     frame_length_with_limit(prefix, MAX_PACKET)
 }
