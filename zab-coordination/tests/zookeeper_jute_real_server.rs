@@ -257,6 +257,13 @@ mod zookeeper {
         );
         r.finish().unwrap();
 
+        // A create with a TTL mode sent as a plain create inside a multi: ZooKeeper fails the
+        // whole multi with MarshallingError (no record); our decoder refuses it.
+        let ttl_without_ttl = Request::Multi(vec![Request::Create(create("/jute/t", b"", 5))]);
+        let (_, bytes) = ttl_without_ttl.encode();
+        assert!(Request::decode(14, &bytes).is_err());
+        c.fails(&ttl_without_ttl, ErrorCode::MarshallingError);
+
         // A successful multi: a create2 inside is a plain create; a container create gets a
         // stat.
         let Response::Multi(results) = c.ok(&Request::Multi(vec![
