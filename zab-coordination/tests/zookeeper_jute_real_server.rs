@@ -17,8 +17,9 @@ mod zookeeper {
     use ha_testkit::{require_zookeeper, ZkEnsemble};
     use zab_coordination::zookeeper::jute::{frame_length, Reader, Writer};
     use zab_coordination::zookeeper::proto::{
-        split_reply, ConnectRequest, ConnectResponse, CreateRequest, MultiReadResult, MultiResult,
-        ReplyHeader, Request, RequestHeader, Response, WatcherEvent, NO_TTL,
+        decode_frame_body, split_reply, ConnectRequest, ConnectResponse, CreateRequest,
+        MultiReadResult, MultiResult, ReplyHeader, Request, RequestHeader, Response, WatcherEvent,
+        NO_TTL,
     };
     use zab_coordination::zookeeper::types::{
         xid, Acl, AddWatchMode, ErrorCode, EventType, WatcherType, STATE_SYNC_CONNECTED,
@@ -367,6 +368,48 @@ mod zookeeper {
             },
         );
         assert_eq!((header.err, body.len()), (ErrorCode::Ok, 0));
+
+        // ZooKeeper's leniency, which the decoder shares: bytes after a record are ignored, a
+        // vector count below -1 is an empty vector.
+        let mut w = Writer::frame();
+        RequestHeader { xid: 500, op: 3 }.write(&mut w);
+        w.write_string("/jute");
+        w.write_bool(false);
+        w.write_i64(0x0102_0304_0506_0708);
+        let frame = w.finish_frame();
+        assert!(matches!(
+            decode_frame_body(&frame[4..]),
+            Ok((_, Request::Exists { .. }))
+        ));
+        c.stream.write_all(&frame).unwrap();
+        let body = c.read_frame();
+        let (header, rest) = split_reply(&body).unwrap();
+        assert_eq!((header.xid, header.err), (500, ErrorCode::Ok));
+        assert!(matches!(Response::decode(3, rest), Ok(Response::Stat(_))));
+        let mut w = Writer::frame();
+        RequestHeader {
+            xid: xid::SET_WATCHES,
+            op: 101,
+        }
+        .write(&mut w);
+        w.write_i64(0);
+        for _ in 0..3 {
+            w.write_i32(-5);
+        }
+        let frame = w.finish_frame();
+        assert_eq!(
+            decode_frame_body(&frame[4..]).unwrap().1,
+            Request::SetWatches {
+                relative_zxid: 0,
+                data: vec![],
+                exist: vec![],
+                child: vec![]
+            }
+        );
+        c.stream.write_all(&frame).unwrap();
+        let body = c.read_frame();
+        let (header, rest) = split_reply(&body).unwrap();
+        assert_eq!((header.xid, header.err, rest.len()), (-8, ErrorCode::Ok, 0));
 
         // Session requests.
         let set = c.ok(&Request::SetAcl {

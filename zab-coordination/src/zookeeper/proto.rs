@@ -200,7 +200,8 @@ impl RequestHeader {
 pub struct ReplyHeader {
     /// The request's xid (-1 for a notification, -2 for a ping's reply).
     pub xid: i32,
-    /// The server's last processed zxid (-1 for a notification, 0 for an `auth` reply).
+    /// The server's last processed zxid (-1 for a notification and for the `Unimplemented`
+    /// answer to an unknown op, 0 for an `auth` reply).
     pub zxid: i64,
     /// The outcome.
     pub err: ErrorCode,
