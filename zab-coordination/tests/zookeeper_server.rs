@@ -84,7 +84,7 @@ impl Ensemble {
     }
 
     fn addr(&self, i: usize) -> String {
-        format!("127.0.0.1:{}", self.configs[i].client_port)
+        format!("127.0.0.1:{}", self.configs[i].client_port.expect("clientPort"))
     }
 
     fn connect_string(&self) -> String {
@@ -148,7 +148,7 @@ async fn create2_create_sequential_and_ephemeral_give_zookeepers_stat_and_names(
         "{children:?}"
     );
     let (stat, _) = c.create("/a/e", b"", &ephemeral()).await.unwrap();
-    assert_eq!(stat.ephemeral_owner, c.session_id().into_i64());
+    assert_eq!(stat.ephemeral_owner, c.session_id().0);
     assert_eq!(
         c.create("/a/e/child", b"", &persistent())
             .await
@@ -365,8 +365,12 @@ async fn add_watch_persistent_and_recursive_and_remove_watches() {
         node.changed().await.event_type,
         zk::EventType::NodeDataChanged
     );
-    node.remove().await.unwrap();
-    recursive.remove().await.unwrap();
+    // removeWatches for each (the client also removes them on drop).
+    #[allow(deprecated)]
+    {
+        node.remove().await.unwrap();
+        recursive.remove().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,7 +395,7 @@ async fn session_moves_between_servers_keeping_its_ephemerals_and_set_watches_re
     assert_eq!(c.session_id(), id);
     c.sync("/s").await.unwrap();
     let stat = c.check_stat("/s").await.unwrap().expect("ephemeral kept");
-    assert_eq!(stat.ephemeral_owner, id.into_i64());
+    assert_eq!(stat.ephemeral_owner, id.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,7 +457,7 @@ async fn create_container_and_create_ttl_are_reaped_by_the_leader() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_writes_and_reads_of_one_session_are_answered_in_order() {
     let e = Ensemble::start(3, &[]).await;
-    let c = Arc::new(client(&e.addr(2)).await);
+    let c = Arc::new(client(&e.connect_string()).await);
     c.create("/fifo", b"", &persistent()).await.unwrap();
     // Issue many requests without awaiting each: a read after a write sees it.
     let mut futures = Vec::new();

@@ -97,7 +97,6 @@ enum Pending {
 struct Conn {
     ctx: Arc<ServerCtx>,
     id: u64,
-    remote: SocketAddr,
     session: i64,
     timeout: i32,
     auth: Vec<Id>,
@@ -239,6 +238,7 @@ async fn handshake_and_run(
                 session_id: 0,
                 passwd: vec![0; PASSWORD_LEN],
                 read_only: false,
+                omits_read_only: req.omits_read_only,
             };
             wr.write_all(&resp.encode_frame()).await?;
             let _ = wr.shutdown().await;
@@ -258,6 +258,7 @@ async fn handshake_and_run(
         session_id: session,
         passwd,
         read_only: false,
+        omits_read_only: req.omits_read_only,
     };
     let result = async {
         wr.write_all(&resp.encode_frame()).await?;
@@ -276,7 +277,6 @@ async fn handshake_and_run(
         let mut conn = Conn {
             ctx: ctx.clone(),
             id,
-            remote,
             session,
             timeout,
             auth: vec![Id::new("ip", remote.ip().to_string())],
@@ -324,7 +324,7 @@ async fn open_session(
         ctx.lock().unregister_sink(session);
         return Err(Closed::NotServing);
     }
-    let wait = Duration::from_millis(timeout.max(1) as u64).max(ctx.config.tick_time * 2);
+    let wait = Duration::from_millis(timeout.max(1) as u64).max(ctx.config.tick_time() * 2);
     let created = tokio::time::timeout(wait, async {
         while let Some(n) = rx.recv().await {
             if let Notice::Reply {
@@ -462,7 +462,7 @@ impl Conn {
                     &ReplyHeader {
                         xid: xid::AUTH,
                         zxid,
-                        err: err.code(),
+                        err,
                     },
                     None,
                 );
@@ -554,7 +554,7 @@ impl Conn {
             &ReplyHeader {
                 xid,
                 zxid,
-                err: err.code(),
+                err,
             },
             None,
         )
@@ -591,7 +591,7 @@ impl Conn {
                                 &ReplyHeader {
                                     xid: 0,
                                     zxid,
-                                    err: 0,
+                                    err: ErrorCode::Ok,
                                 },
                                 Some(&Response::Multi(results)),
                             ));
@@ -615,8 +615,8 @@ impl Conn {
                 event_type,
                 path,
             } => {
+                let _ = zxid; // ZooKeeper 3.8 sends every notification with zxid -1.
                 let frame = proto::encode_notification(
-                    zxid,
                     &WatcherEvent {
                         event_type,
                         state: STATE_SYNC_CONNECTED,
@@ -699,7 +699,7 @@ impl Conn {
                             &ReplyHeader {
                                 xid,
                                 zxid: z,
-                                err: 0,
+                                err: ErrorCode::Ok,
                             },
                             Some(&Response::Sync { path }),
                         ),
@@ -766,7 +766,7 @@ impl Conn {
                 &ReplyHeader {
                     xid,
                     zxid,
-                    err: err.code(),
+                    err,
                 },
                 body.as_ref(),
             )
@@ -777,7 +777,7 @@ impl Conn {
                     &ReplyHeader {
                         xid: xid::PING,
                         zxid,
-                        err: 0,
+                        err: ErrorCode::Ok,
                     },
                     None,
                 )
@@ -942,7 +942,6 @@ impl Conn {
         persistent: Vec<String>,
         persistent_recursive: Vec<String>,
     ) {
-        let last = st.last_applied().0;
         let ZkState { db, watches, .. } = st;
         let events = watches.set_watches(
             &db.tree,
@@ -956,7 +955,6 @@ impl Conn {
         );
         for (event_type, path) in events {
             let frame = proto::encode_notification(
-                last,
                 &WatcherEvent {
                     event_type,
                     state: STATE_SYNC_CONNECTED,
@@ -983,7 +981,10 @@ fn read_get_data(
     if watch {
         st.watches.add(path, WatchKind::Data, session);
     }
-    Ok(Response::GetData { data, stat })
+    Ok(Response::GetData {
+        data: Some(data),
+        stat,
+    })
 }
 
 fn read_children(
@@ -1022,7 +1023,7 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
         let ttl = if mode.is_ttl() { c.ttl } else { -1 };
         Ok(TxnOp::Create {
             path: c.path,
-            data: c.data,
+            data: c.data.unwrap_or_default(),
             acl: c.acl,
             mode,
             ttl,
@@ -1040,7 +1041,7 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
             version,
         } => Ok(TxnOp::SetData {
             path,
-            data,
+            data: data.unwrap_or_default(),
             version,
         }),
         Request::SetAcl { path, acl, version } => Ok(TxnOp::SetAcl { path, acl, version }),
@@ -1052,14 +1053,14 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
 /// The answer to a write, from the state machine's result.
 fn write_reply(xid: i32, op_code: i32, zxid: i64, result: TxnResult) -> Vec<u8> {
     let ok = |body: Option<Response>| {
-        proto::encode_reply(&ReplyHeader { xid, zxid, err: 0 }, body.as_ref())
+        proto::encode_reply(&ReplyHeader { xid, zxid, err: ErrorCode::Ok }, body.as_ref())
     };
     let err = |e: ErrorCode| {
         proto::encode_reply(
             &ReplyHeader {
                 xid,
                 zxid,
-                err: e.code(),
+                err: e,
             },
             None,
         )

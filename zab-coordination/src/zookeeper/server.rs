@@ -220,14 +220,14 @@ impl ZkServer {
     /// its ZAB peer and binds its client port. It serves clients once its peer joins an
     /// established epoch.
     pub async fn start(config: ZkConfig) -> Result<ZkServer, ServerError> {
-        let sid = config.my_id();
+        let sid = config.server_id() as i64;
         let standalone = config.is_standalone();
-        let timing = Timing::new(config.tick_time, config.init_limit, config.sync_limit);
+        let timing = Timing::new(config.tick_time(), config.init_limit, config.sync_limit);
         let data_err = |dir: &PathBuf, e: &dyn std::fmt::Display| ServerError::DataDir {
             dir: dir.clone(),
             reason: e.to_string(),
         };
-        let log_dir = config.data_log_dir().join("ha-zab").join("log");
+        let log_dir = config.data_log_dir.join("ha-zab").join("log");
         let epoch_dir = config.data_dir.join("ha-zab");
         std::fs::create_dir_all(&epoch_dir).map_err(|e| data_err(&epoch_dir, &e))?;
         let log = FileTxnLog::open(&log_dir, FsyncPolicy::EveryAppend)
@@ -243,7 +243,7 @@ impl ZkServer {
         let incarnation = rand::random::<u64>() | 1;
         let state: ZkShared = Arc::new(Mutex::new(ZkState::new(incarnation, closed_tx)));
         let machine = Box::new(ZkMachine(state.clone()));
-        let snap = SnapshotPolicy::every(config.snap_count.max(1));
+        let snap = SnapshotPolicy::every(u64::from(config.snap_count.max(1)));
 
         let peer = if standalone {
             let quorum = Arc::new(QuorumMaj::with_ids([sid], []));
@@ -263,7 +263,7 @@ impl ZkServer {
             let mut addrs = HashMap::new();
             for (id, s) in config.servers.iter() {
                 let line = format!("{}:{}:{}", s.host, s.quorum_port, s.election_port);
-                let entry = if s.observer {
+                let entry = if config.is_observer(*id) {
                     ServerEntry::observer(line)
                 } else {
                     ServerEntry::participant(line)
@@ -276,10 +276,7 @@ impl ZkServer {
             let own = *addrs.get(&ServerId(sid)).ok_or_else(|| {
                 ServerError::Config(format!("myid {sid} has no server.{sid} line"))
             })?;
-            let observer = config
-                .servers
-                .get(&(sid as u64))
-                .is_some_and(|s| s.observer);
+            let observer = config.is_observer(sid as u64);
             let learner_type = if observer {
                 LearnerType::Observer
             } else {
@@ -306,10 +303,10 @@ impl ZkServer {
         let mut peer = peer;
         let expiries = peer.take_session_expiries();
         let status = peer.status();
-        let bind_ip = config
-            .client_port_address
-            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
-        let listener = TcpListener::bind((bind_ip, config.client_port)).await?;
+        let client = config
+            .client_address()
+            .ok_or_else(|| ServerError::Config("no clientPort".into()))?;
+        let listener = TcpListener::bind((client.host.as_str(), client.port)).await?;
         let client_addr = listener.local_addr()?;
         let started_ms = now_ms();
         let ctx = Arc::new(ServerCtx {
@@ -378,7 +375,7 @@ async fn accept_loop(ctx: Arc<ServerCtx>, listener: TcpListener) {
     loop {
         match listener.accept().await {
             Ok((stream, remote)) => {
-                let max = ctx.config.max_client_cnxns;
+                let max = ctx.config.max_client_cnxns as usize;
                 if max > 0 && ctx.connections_from(remote.ip()) >= max {
                     warn!(
                         sid = ctx.sid,
@@ -410,7 +407,7 @@ async fn housekeeping(
     let mut led_epoch = None;
     let check = ctx
         .config
-        .extra("znode.container.checkIntervalMs")
+        .unknown_value("znode.container.checkIntervalMs")
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_CONTAINER_CHECK);
@@ -492,5 +489,117 @@ async fn housekeeping(
                 }
             }
         }
+    }
+}
+
+/// The version the four-letter words report: the ZooKeeper release whose protocol the server
+/// speaks, then this crate's version.
+pub fn server_version() -> String {
+    format!(
+        "3.8.0-ha-blocks-{}, built on n/a",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The answer to the four-letter word `word` (one of [`four_letter::KNOWN_WORDS`]), from the
+/// server's current figures; an empty string closes the connection without an answer.
+pub fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
+    use super::four_letter::{
+        self, ConfSnapshot, ConnectionStats, LatencyStats, ServerSnapshot, ServerState,
+        SessionStats, WatchSummary,
+    };
+    let status = *ctx.status.borrow();
+    let state = if ctx.config.is_standalone() {
+        ServerState::Standalone
+    } else {
+        match status.state {
+            zab_core::ServerState::Leading => ServerState::Leader,
+            zab_core::ServerState::Observing => ServerState::Observer,
+            _ => ServerState::Follower,
+        }
+    };
+    let mut snap = ServerSnapshot::new(
+        server_version(),
+        state,
+        ConfSnapshot::from_config(&ctx.config, 0, 0),
+    );
+    snap.serving = ctx.serving();
+    let c = &ctx.counters;
+    let answered = c.answered.load(Ordering::Relaxed);
+    let ms = |us: u64| us / 1000;
+    snap.latency = LatencyStats::new(
+        if answered == 0 {
+            0
+        } else {
+            ms(c.latency_min_us.load(Ordering::Relaxed))
+        },
+        ms(c.latency_max_us.load(Ordering::Relaxed)),
+        ms(c.latency_total_us.load(Ordering::Relaxed)),
+        answered,
+    );
+    snap.packets_received = c.received.load(Ordering::Relaxed);
+    snap.packets_sent = c.sent.load(Ordering::Relaxed);
+    snap.uptime_ms = (now_ms() - ctx.started_ms).max(0) as u64;
+    {
+        let st = ctx.lock();
+        snap.zxid = st.last_applied().0 as u64;
+        snap.node_count = st.db.tree.node_count() as u64;
+        snap.ephemerals_count = st.db.tree.ephemeral_count() as u64;
+        snap.approximate_data_size = st.db.tree.approximate_data_size().max(0) as u64;
+        snap.global_sessions = st.db.sessions.len() as u64;
+        let w = st.watches.summary();
+        snap.watch_count = w.watches as u64;
+        snap.watches = WatchSummary {
+            connections: w.sessions as u64,
+            paths: w.paths as u64,
+            total: w.watches as u64,
+        };
+    }
+    if !ctx.config.is_standalone() {
+        snap.quorum_size = Some(ctx.config.participants().count() as u64);
+    }
+    let conns: Vec<ConnectionInfo> = ctx
+        .connections
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .values()
+        .cloned()
+        .collect();
+    snap.alive_connections = conns.len() as u64;
+    snap.outstanding_requests = conns.iter().map(|c| c.queued).sum();
+    snap.connections = conns
+        .iter()
+        .filter_map(|info| {
+            let remote = info.remote?;
+            let mut cs = ConnectionStats::new(remote);
+            cs.interest_ops = 1;
+            cs.queued = info.queued;
+            cs.received = info.received;
+            cs.sent = info.sent;
+            if info.session != 0 {
+                let mut s = SessionStats::new(
+                    info.session as u64,
+                    info.established_ms,
+                    info.timeout.max(0) as u32,
+                );
+                s.last_op = if info.last_op.is_empty() {
+                    "NA".into()
+                } else {
+                    info.last_op.clone()
+                };
+                s.last_cxid = i64::from(info.last_cxid);
+                s.last_zxid = info.last_zxid;
+                s.last_latency = info.last_latency_ms;
+                cs.session = Some(s);
+            }
+            Some(cs)
+        })
+        .collect();
+    snap.open_file_descriptors = std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.count() as u64);
+    match four_letter::answer(word, &snap, &ctx.config.four_letter_whitelist) {
+        four_letter::FourLetterAnswer::Reply(text) => text,
+        _ => String::new(),
     }
 }
