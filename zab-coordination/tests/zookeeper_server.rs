@@ -22,6 +22,10 @@ struct Ensemble {
 
 impl Ensemble {
     async fn start(n: usize, extra: &[(&str, &str)]) -> Ensemble {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().expect("temp dir");
         let ports = ha_testkit::free_ports(n * 3).expect("ports");
         let mut members = String::new();
@@ -340,31 +344,26 @@ async fn add_watch_persistent_and_recursive_and_remove_watches() {
     let w = client(&e.addr(0)).await;
     let c = client(&e.addr(1)).await;
     w.create("/r", b"", &persistent()).await.unwrap();
+    w.create("/q", b"", &persistent()).await.unwrap();
+    // One watch mode per path and connection, as ZooKeeper's WatcherModeManager keeps them.
     let mut recursive = w
         .watch("/r", zk::AddWatchMode::PersistentRecursive)
         .await
         .unwrap();
-    let mut node = w.watch("/r", zk::AddWatchMode::Persistent).await.unwrap();
+    let mut node = w.watch("/q", zk::AddWatchMode::Persistent).await.unwrap();
     c.create("/r/a", b"", &persistent()).await.unwrap();
     let ev = recursive.changed().await;
-    assert_eq!(
-        (ev.event_type, ev.path.as_str()),
-        (zk::EventType::NodeCreated, "/r/a")
-    );
-    let ev = node.changed().await;
-    assert_eq!(ev.event_type, zk::EventType::NodeChildrenChanged);
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeCreated, "/r/a"));
     c.set_data("/r/a", b"1", None).await.unwrap();
     let ev = recursive.changed().await;
-    assert_eq!(
-        (ev.event_type, ev.path.as_str()),
-        (zk::EventType::NodeDataChanged, "/r/a")
-    );
-    // Persistent: still there after firing.
-    c.set_data("/r", b"2", None).await.unwrap();
-    assert_eq!(
-        node.changed().await.event_type,
-        zk::EventType::NodeDataChanged
-    );
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDataChanged, "/r/a"));
+    // A persistent watch fires for the node's data and its children, and stays.
+    c.create("/q/x", b"", &persistent()).await.unwrap();
+    assert_eq!(node.changed().await.event_type, zk::EventType::NodeChildrenChanged);
+    c.set_data("/q", b"2", None).await.unwrap();
+    assert_eq!(node.changed().await.event_type, zk::EventType::NodeDataChanged);
+    c.set_data("/q", b"3", None).await.unwrap();
+    assert_eq!(node.changed().await.event_type, zk::EventType::NodeDataChanged);
     // removeWatches for each (the client also removes them on drop).
     #[allow(deprecated)]
     {

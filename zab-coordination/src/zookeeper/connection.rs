@@ -457,11 +457,12 @@ impl Conn {
                 } else {
                     ErrorCode::AuthFailed
                 };
-                let zxid = self.ctx.lock().last_applied().0;
+                // Answered with the request's xid (the Java client sends -4) and zxid 0, as
+                // ZooKeeperServer.processPacket does.
                 let frame = proto::encode_reply(
                     &ReplyHeader {
-                        xid: xid::AUTH,
-                        zxid,
+                        xid: header.xid,
+                        zxid: 0,
                         err,
                     },
                     None,
@@ -836,7 +837,12 @@ impl Conn {
                     .iter()
                     .map(|id| proto::ClientInfo {
                         auth_scheme: id.scheme.clone(),
-                        user: id.id.clone(),
+                        // The provider's user name: a digest id's user part (ZooKeeper's
+                        // DigestAuthenticationProvider.getUserName).
+                        user: match id.scheme.as_str() {
+                            "digest" => id.id.split(':').next().unwrap_or_default().to_string(),
+                            _ => id.id.clone(),
+                        },
                     })
                     .collect(),
             ))),
@@ -907,7 +913,7 @@ impl Conn {
                     AddWatchMode::PersistentRecursive => WatchKind::PersistentRecursive,
                 };
                 st.watches.add(&path, kind, session);
-                Ok(Some(Response::Empty))
+                Ok(Some(Response::AddWatch))
             }
             Request::CheckWatches { path, watcher_type } => {
                 if st.watches.contains(&path, watcher_type, session) {
