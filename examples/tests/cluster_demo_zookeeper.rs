@@ -156,7 +156,6 @@ async fn cluster_demo_with_zookeeper_option_passes_on_three_apache_zookeeper_ser
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "server not merged yet"]
 async fn ha_zookeeper_cluster_demo_with_zookeeper_option_passes_on_three_servers() -> TestResult {
     cluster_demo_on_three_servers(ServerProgram::HaZookeeper(
         ha_testkit::ha_zookeeper_binary()?

@@ -47,7 +47,6 @@ fn kcat_cluster_survives_killing_a_partition_leader_on_apache_zookeeper() {
 }
 
 #[test]
-#[ignore = "server not merged yet"]
 fn ha_zookeeper_kcat_cluster_survives_killing_a_partition_leader() {
     if !kcat_ready("ha_zookeeper_kcat_cluster_survives_killing_a_partition_leader") {
         return;

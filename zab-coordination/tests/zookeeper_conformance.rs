@@ -167,7 +167,6 @@ async fn conformance_suite_on_a_three_server_ensemble() -> TestResult {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "server not merged yet"]
 async fn ha_zookeeper_conformance_suite_on_a_three_server_ensemble() -> TestResult {
     conformance_suite_on_three_servers(
         Flavour::HaZookeeper,
@@ -243,7 +242,6 @@ async fn a_cut_off_session_expires_after_its_timeout_and_its_ephemeral_is_delete
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "server not merged yet"]
 async fn ha_zookeeper_a_cut_off_session_expires_after_its_timeout_and_its_ephemeral_is_deleted(
 ) -> TestResult {
     cut_off_session_expires(
@@ -326,7 +324,6 @@ async fn killing_the_clients_server_moves_it_to_another_within_its_session() -> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "server not merged yet"]
 async fn ha_zookeeper_killing_the_clients_server_moves_it_to_another_within_its_session(
 ) -> TestResult {
     client_fails_over(

@@ -347,7 +347,6 @@ fn z8_leader_killed_under_load_loses_no_acknowledged_create_and_no_session_on_ap
 }
 
 #[test]
-#[ignore = "server not merged yet"]
 fn ha_zookeeper_z8_leader_killed_under_load_loses_no_acknowledged_create_and_no_session(
 ) -> TestResult {
     leader_killed_under_load(ServerProgram::HaZookeeper(

@@ -252,7 +252,6 @@ async fn four_letter_words_have_zookeepers_structure_in_every_mode() -> TestResu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "server not merged yet"]
 async fn ha_zookeeper_four_letter_words_have_zookeepers_structure_in_every_mode() -> TestResult {
     four_letter_words_have_zookeepers_structure(
         Flavour::HaZookeeper,
@@ -301,7 +300,6 @@ fn a_word_off_the_whitelist_is_refused_as_zookeeper_refuses_it() -> TestResult {
 }
 
 #[test]
-#[ignore = "server not merged yet"]
 fn ha_zookeeper_a_word_off_the_whitelist_is_refused_as_zookeeper_refuses_it() -> TestResult {
     whitelist_refusal(
         Flavour::HaZookeeper,

@@ -88,7 +88,10 @@ impl Ensemble {
     }
 
     fn addr(&self, i: usize) -> String {
-        format!("127.0.0.1:{}", self.configs[i].client_port.expect("clientPort"))
+        format!(
+            "127.0.0.1:{}",
+            self.configs[i].client_port.expect("clientPort")
+        )
     }
 
     fn connect_string(&self) -> String {
@@ -353,17 +356,32 @@ async fn add_watch_persistent_and_recursive_and_remove_watches() {
     let mut node = w.watch("/q", zk::AddWatchMode::Persistent).await.unwrap();
     c.create("/r/a", b"", &persistent()).await.unwrap();
     let ev = recursive.changed().await;
-    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeCreated, "/r/a"));
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (zk::EventType::NodeCreated, "/r/a")
+    );
     c.set_data("/r/a", b"1", None).await.unwrap();
     let ev = recursive.changed().await;
-    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDataChanged, "/r/a"));
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (zk::EventType::NodeDataChanged, "/r/a")
+    );
     // A persistent watch fires for the node's data and its children, and stays.
     c.create("/q/x", b"", &persistent()).await.unwrap();
-    assert_eq!(node.changed().await.event_type, zk::EventType::NodeChildrenChanged);
+    assert_eq!(
+        node.changed().await.event_type,
+        zk::EventType::NodeChildrenChanged
+    );
     c.set_data("/q", b"2", None).await.unwrap();
-    assert_eq!(node.changed().await.event_type, zk::EventType::NodeDataChanged);
+    assert_eq!(
+        node.changed().await.event_type,
+        zk::EventType::NodeDataChanged
+    );
     c.set_data("/q", b"3", None).await.unwrap();
-    assert_eq!(node.changed().await.event_type, zk::EventType::NodeDataChanged);
+    assert_eq!(
+        node.changed().await.event_type,
+        zk::EventType::NodeDataChanged
+    );
     // removeWatches for each (the client also removes them on drop).
     #[allow(deprecated)]
     {

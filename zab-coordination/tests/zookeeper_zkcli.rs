@@ -660,7 +660,6 @@ fn zkcli_script_gives_apache_zookeepers_transcript() -> TestResult {
 }
 
 #[test]
-#[ignore = "server not merged yet"]
 fn ha_zookeeper_zkcli_script_gives_apache_zookeepers_transcript() -> TestResult {
     zkcli_transcript_matches_apache(
         Flavour::HaZookeeper,

@@ -116,17 +116,8 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
     let (rd, wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
     let mut wr = wr;
-    let mut first = [0u8; 4];
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, rd.read_exact(&mut first)).await {
-        Ok(Ok(_)) => {}
-        _ => return,
-    }
-    if let Some(word) = four_letter::is_four_letter_word(first) {
-        let answer = super::server::four_letter_answer(&ctx, word);
-        let _ = wr.write_all(answer.as_bytes()).await;
-        let _ = wr.shutdown().await;
-        return;
-    }
+    // Registered from the start, as ZooKeeper lists every accepted connection (a four-letter
+    // word's own included) in `stat` and `cons`.
     ctx.connections
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -138,11 +129,26 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
                 ..ConnectionInfo::default()
             },
         );
+    let unregister = |ctx: &ServerCtx| {
+        ctx.connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+    };
+    let mut first = [0u8; 4];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, rd.read_exact(&mut first)).await {
+        Ok(Ok(_)) => {}
+        _ => return unregister(&ctx),
+    }
+    if let Some(word) = four_letter::is_four_letter_word(first) {
+        let answer = super::server::four_letter_answer(&ctx, word).await;
+        unregister(&ctx);
+        let _ = wr.write_all(answer.as_bytes()).await;
+        let _ = wr.shutdown().await;
+        return;
+    }
     let result = handshake_and_run(&ctx, id, remote, first, rd, wr).await;
-    ctx.connections
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remove(&id);
+    unregister(&ctx);
     match result {
         Ok(()) | Err(Closed::ByClient) => {
             debug!(sid = ctx.sid, client = %remote, "connection closed")
@@ -551,14 +557,7 @@ impl Conn {
 
     fn error_frame(&self, xid: i32, err: ErrorCode) -> Vec<u8> {
         let zxid = self.ctx.lock().last_applied().0;
-        proto::encode_reply(
-            &ReplyHeader {
-                xid,
-                zxid,
-                err,
-            },
-            None,
-        )
+        proto::encode_reply(&ReplyHeader { xid, zxid, err }, None)
     }
 
     /// The transaction of a write, or the error answer of a write refused before it is
@@ -617,13 +616,11 @@ impl Conn {
                 path,
             } => {
                 let _ = zxid; // ZooKeeper 3.8 sends every notification with zxid -1.
-                let frame = proto::encode_notification(
-                    &WatcherEvent {
-                        event_type,
-                        state: STATE_SYNC_CONNECTED,
-                        path,
-                    },
-                );
+                let frame = proto::encode_notification(&WatcherEvent {
+                    event_type,
+                    state: STATE_SYNC_CONNECTED,
+                    path,
+                });
                 self.emit(&frame);
                 Ok(())
             }
@@ -763,14 +760,7 @@ impl Conn {
         let zxid = st.last_applied().0;
         let session = self.session;
         let reply = |err: ErrorCode, body: Option<Response>| {
-            proto::encode_reply(
-                &ReplyHeader {
-                    xid,
-                    zxid,
-                    err,
-                },
-                body.as_ref(),
-            )
+            proto::encode_reply(&ReplyHeader { xid, zxid, err }, body.as_ref())
         };
         let result: Result<Option<Response>, ErrorCode> = match request {
             Request::Ping => {
@@ -960,13 +950,11 @@ impl Conn {
             self.session,
         );
         for (event_type, path) in events {
-            let frame = proto::encode_notification(
-                &WatcherEvent {
-                    event_type,
-                    state: STATE_SYNC_CONNECTED,
-                    path,
-                },
-            );
+            let frame = proto::encode_notification(&WatcherEvent {
+                event_type,
+                state: STATE_SYNC_CONNECTED,
+                path,
+            });
             self.emit(&frame);
         }
     }
@@ -1059,18 +1047,16 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
 /// The answer to a write, from the state machine's result.
 fn write_reply(xid: i32, op_code: i32, zxid: i64, result: TxnResult) -> Vec<u8> {
     let ok = |body: Option<Response>| {
-        proto::encode_reply(&ReplyHeader { xid, zxid, err: ErrorCode::Ok }, body.as_ref())
-    };
-    let err = |e: ErrorCode| {
         proto::encode_reply(
             &ReplyHeader {
                 xid,
                 zxid,
-                err: e,
+                err: ErrorCode::Ok,
             },
-            None,
+            body.as_ref(),
         )
     };
+    let err = |e: ErrorCode| proto::encode_reply(&ReplyHeader { xid, zxid, err: e }, None);
     match result {
         TxnResult::SessionCreated | TxnResult::SessionClosed => ok(None),
         TxnResult::Op(Err(e)) => err(e),

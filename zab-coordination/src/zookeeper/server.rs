@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -21,11 +21,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
+use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, PeerHandle, PeerStatus, QuorumPeer};
 use zab_core::store::FileElectionStore;
 use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
 use zab_core::txnlog::{FileTxnLog, FsyncPolicy, SnapshotPolicy};
-use zab_core::discovery::Timing;
 use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId};
 
 use super::config::ZkConfig;
@@ -80,6 +80,36 @@ pub struct ServerCounters {
     pub latency_max_us: AtomicU64,
     /// Requests received and not answered yet.
     pub outstanding: AtomicU64,
+    /// Size of the last transaction proposed here, bytes (-1 before any).
+    pub proposal_last: AtomicI64,
+    /// Smallest transaction proposed here.
+    pub proposal_min: AtomicI64,
+    /// Largest transaction proposed here.
+    pub proposal_max: AtomicI64,
+    /// When this server last became the established leader, ms since the epoch (0: not
+    /// leading).
+    pub led_since_ms: AtomicI64,
+}
+
+impl ServerCounters {
+    fn new() -> ServerCounters {
+        ServerCounters {
+            proposal_last: AtomicI64::new(-1),
+            proposal_min: AtomicI64::new(-1),
+            proposal_max: AtomicI64::new(-1),
+            ..ServerCounters::default()
+        }
+    }
+
+    fn record_proposal(&self, len: usize) {
+        let len = len as i64;
+        self.proposal_last.store(len, Ordering::Relaxed);
+        self.proposal_max.fetch_max(len, Ordering::Relaxed);
+        let min = self.proposal_min.load(Ordering::Relaxed);
+        if min < 0 || len < min {
+            self.proposal_min.store(len, Ordering::Relaxed);
+        }
+    }
 }
 
 impl ServerCounters {
@@ -177,7 +207,9 @@ impl ServerCtx {
     /// Proposes a transaction; `false` when the peer did not take it (not serving, full, or
     /// larger than `jute.maxbuffer`).
     pub fn propose(&self, txn: &ZkTxn) -> bool {
-        self.peer.propose(bytes::Bytes::from(txn.encode()))
+        let bytes = txn.encode();
+        self.counters.record_proposal(bytes.len());
+        self.peer.propose(bytes::Bytes::from(bytes))
     }
 
     /// The state, locked (a poisoned lock is recovered: the state is only changed by complete
@@ -320,7 +352,7 @@ impl ZkServer {
                 max: config.max_session_timeout(),
             },
             ids: Mutex::new(SessionIds::new(sid, started_ms)),
-            counters: ServerCounters::default(),
+            counters: ServerCounters::new(),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             started_ms,
@@ -415,8 +447,12 @@ async fn housekeeping(
     reaper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let st = *status.borrow_and_update();
+        if !st.is_established_leader() {
+            ctx.counters.led_since_ms.store(0, Ordering::Relaxed);
+        }
         if st.is_established_leader() && led_epoch != st.epoch {
             led_epoch = st.epoch;
+            ctx.counters.led_since_ms.store(now_ms(), Ordering::Relaxed);
             let sessions: Vec<(i64, i32)> = ctx
                 .lock()
                 .db
@@ -503,11 +539,12 @@ pub fn server_version() -> String {
 
 /// The answer to the four-letter word `word` (one of [`four_letter::KNOWN_WORDS`]), from the
 /// server's current figures; an empty string closes the connection without an answer.
-pub fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
+pub async fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
     use super::four_letter::{
-        self, ConfSnapshot, ConnectionStats, LatencyStats, ServerSnapshot, ServerState,
-        SessionStats, WatchSummary,
+        self, BufferSizes, ConfSnapshot, ConnectionStats, LatencyStats, LeaderStats,
+        ServerSnapshot, ServerState, SessionStats, WatchSummary,
     };
+    let figures = ctx.peer.leader_figures().await;
     let status = *ctx.status.borrow();
     let state = if ctx.config.is_standalone() {
         ServerState::Standalone
@@ -557,6 +594,37 @@ pub fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
     }
     if !ctx.config.is_standalone() {
         snap.quorum_size = Some(ctx.config.participants().count() as u64);
+        // ZooKeeper's QuorumPeer.getDetailedPeerState.
+        let phase = if status.epoch.is_some() {
+            "broadcast"
+        } else {
+            "discovery"
+        };
+        snap.peer_state = Some(match status.state {
+            zab_core::ServerState::Looking => "looking".to_string(),
+            zab_core::ServerState::Leading => format!("leading - {phase}"),
+            zab_core::ServerState::Following => format!("following - {phase}"),
+            zab_core::ServerState::Observing => format!("observing - {phase}"),
+        });
+        if let (Some(f), ServerState::Leader) = (figures, state) {
+            let mut l = LeaderStats::default();
+            l.learners = (f.synced_followers + f.synced_observers) as u64;
+            l.synced_followers = f.synced_followers as u64;
+            l.synced_observers = f.synced_observers as u64;
+            l.pending_syncs = f.pending_syncs as u64;
+            let since = c.led_since_ms.load(Ordering::Relaxed);
+            l.leader_uptime_ms = if since > 0 {
+                (now_ms() - since).max(0) as u64
+            } else {
+                0
+            };
+            l.proposal_sizes = BufferSizes {
+                last: c.proposal_last.load(Ordering::Relaxed),
+                min: c.proposal_min.load(Ordering::Relaxed),
+                max: c.proposal_max.load(Ordering::Relaxed),
+            };
+            snap.leader = Some(l);
+        }
     }
     let conns: Vec<ConnectionInfo> = ctx
         .connections
@@ -595,6 +663,7 @@ pub fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
             Some(cs)
         })
         .collect();
+    snap.environment = environment();
     snap.open_file_descriptors = std::fs::read_dir("/proc/self/fd")
         .ok()
         .map(|d| d.count() as u64);
@@ -602,4 +671,44 @@ pub fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
         four_letter::FourLetterAnswer::Reply(text) => text,
         _ => String::new(),
     }
+}
+
+/// `envi`'s lines, in the order of ZooKeeper's `Environment.list`; the Java properties a
+/// process that is not a JVM does not have read `<NA>`.
+fn environment() -> Vec<(String, String)> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "<NA>".into())
+    };
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "<NA>".into());
+    let na = || "<NA>".to_string();
+    vec![
+        ("zookeeper.version".into(), server_version()),
+        ("host.name".into(), read("/proc/sys/kernel/hostname")),
+        ("java.version".into(), na()),
+        ("java.vendor".into(), na()),
+        ("java.home".into(), na()),
+        ("java.class.path".into(), na()),
+        ("java.library.path".into(), na()),
+        (
+            "java.io.tmpdir".into(),
+            std::env::temp_dir().display().to_string(),
+        ),
+        ("java.compiler".into(), na()),
+        ("os.name".into(), std::env::consts::OS.to_string()),
+        ("os.arch".into(), std::env::consts::ARCH.to_string()),
+        ("os.version".into(), read("/proc/sys/kernel/osrelease")),
+        ("user.name".into(), env("USER")),
+        ("user.home".into(), env("HOME")),
+        (
+            "user.dir".into(),
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| na()),
+        ),
+        ("os.memory.free".into(), na()),
+        ("os.memory.max".into(), na()),
+        ("os.memory.total".into(), na()),
+    ]
 }

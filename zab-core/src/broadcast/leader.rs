@@ -131,6 +131,21 @@ impl LeaderBroadcast {
         }
     }
 
+    /// The followers in the broadcast (synced: they acknowledged NEWLEADER).
+    pub fn followers(&self) -> &BTreeSet<ServerId> {
+        &self.followers
+    }
+
+    /// The observers in the broadcast.
+    pub fn observers(&self) -> &BTreeSet<ServerId> {
+        &self.observers
+    }
+
+    /// `sync` barriers of learners waiting for outstanding proposals to commit.
+    pub fn pending_barriers(&self) -> usize {
+        self.barriers.len()
+    }
+
     /// Forgets a learner that left. Its acknowledgements already counted stay counted.
     pub fn remove_learner(&mut self, sid: ServerId) {
         self.followers.remove(&sid);

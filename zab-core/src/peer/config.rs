@@ -113,6 +113,19 @@ impl PeerConfig {
     }
 }
 
+/// A leader's figures: learners in its broadcast and `sync` barriers waiting (ZooKeeper's
+/// `zk_synced_followers`, `zk_synced_observers`, `zk_pending_syncs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct LeaderFigures {
+    /// Followers that acknowledged NEWLEADER and receive proposals.
+    pub synced_followers: usize,
+    /// Observers that receive INFORMs.
+    pub synced_observers: usize,
+    /// `sync` barriers (this server's and its learners') not answered yet.
+    pub pending_syncs: usize,
+}
+
 /// What a peer is doing, as published on its watch channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerStatus {

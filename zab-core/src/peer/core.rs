@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 use super::action::{PeerAction, PeerInput, SyncId};
-use super::config::{PeerConfig, PeerStatus};
+use super::config::{LeaderFigures, PeerConfig, PeerStatus};
 use super::sessions::{
     decode_touches, encode_touches, SessionId, SessionTracker, MAX_TRACKED_SESSIONS,
     TOUCH_ENTRY_BYTES,
@@ -202,6 +202,17 @@ impl PeerCore {
     /// The leader's broadcast core, while leading an established epoch with a log.
     pub fn leader_broadcast(&self) -> Option<&LeaderBroadcast> {
         self.log.as_ref().and_then(|l| l.leader.as_ref())
+    }
+
+    /// The leader's figures (what ZooKeeper's `mntr` reports of a leader): `None` unless this
+    /// server leads an established epoch with a log.
+    pub fn leader_figures(&self) -> Option<LeaderFigures> {
+        let lb = self.leader_broadcast()?;
+        Some(LeaderFigures {
+            synced_followers: lb.followers().len(),
+            synced_observers: lb.observers().len(),
+            pending_syncs: self.leader_syncs.len() + lb.pending_barriers(),
+        })
     }
 
     /// The last transaction the state machine applied, as the actions carried out so far

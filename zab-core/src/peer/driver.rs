@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use tracing::debug;
 
 use super::action::{PeerAction, PeerInput, SyncId};
-use super::config::{PeerConfig, PeerStatus};
+use super::config::{LeaderFigures, PeerConfig, PeerStatus};
 use super::core::PeerCore;
 use crate::notification::Notification;
 use crate::packet::MAX_PACKET_DATA;
@@ -76,6 +76,7 @@ enum Control {
     Sync(oneshot::Sender<Zxid>),
     Touch(SessionId, Duration),
     EndSession(SessionId),
+    LeaderFigures(oneshot::Sender<Option<LeaderFigures>>),
 }
 
 /// A server taking part in elections over a [`Transport`], with its epochs in an
@@ -176,6 +177,7 @@ impl std::fmt::Debug for Control {
             Control::Sync(_) => f.write_str("Sync"),
             Control::Touch(s, t) => write!(f, "Touch({s}, {t:?})"),
             Control::EndSession(s) => write!(f, "EndSession({s})"),
+            Control::LeaderFigures(_) => f.write_str("LeaderFigures"),
         }
     }
 }
@@ -278,6 +280,14 @@ impl PeerHandle {
     #[must_use = "the expiries can be taken only once; dropping the receiver loses them"]
     pub fn take_session_expiries(&mut self) -> Option<mpsc::Receiver<SessionId>> {
         self.expired.take()
+    }
+
+    /// The leader's figures while this peer leads an established epoch (`None` otherwise, or
+    /// when the peer is stopped or its queue is full).
+    pub async fn leader_figures(&self) -> Option<LeaderFigures> {
+        let (tx, rx) = oneshot::channel();
+        self.control.try_send(Control::LeaderFigures(tx)).ok()?;
+        rx.await.ok().flatten()
     }
 
     /// Stops the peer abruptly, as a crash: its transport is dropped with it.
@@ -407,6 +417,10 @@ impl<T: Transport, S: ElectionStore + 'static> QuorumPeer<T, S> {
             Control::Write(w) => PeerInput::Write(w),
             Control::Touch(session, timeout) => PeerInput::Touch { session, timeout },
             Control::EndSession(s) => PeerInput::EndSession(s),
+            Control::LeaderFigures(tx) => {
+                let _ = tx.send(self.core.leader_figures());
+                return;
+            }
             Control::Sync(tx) => {
                 let id = self.next_sync;
                 self.next_sync = self.next_sync.wrapping_add(1);

@@ -40,7 +40,7 @@ mod replication;
 pub mod sessions;
 
 pub use self::action::{PeerAction, PeerInput, SyncId};
-pub use self::config::{PeerConfig, PeerStatus, RequestValidator};
+pub use self::config::{LeaderFigures, PeerConfig, PeerStatus, RequestValidator};
 pub use self::core::PeerCore;
 #[cfg(feature = "tokio")]
 pub use driver::{PeerError, PeerHandle, QuorumPeer, SyncError};
