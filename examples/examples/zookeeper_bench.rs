@@ -43,10 +43,9 @@
 //! rounds, ha first in even ones), to spread the drift of a shared machine over both. The load
 //! average is printed at the start and the end.
 //!
-//! Apache ZooKeeper runs as ha-testkit starts it for the tests: `-XX:+UseSerialGC
-//! -XX:TieredStopAtLevel=1` (the C1 compiler only, for a quick start-up) and `-Xmx` from
-//! `--heap-mb` (default 1024), which costs it some throughput against a production JVM
-//! configuration.
+//! Apache ZooKeeper runs on the JVM's server defaults (its optimising compiler and default
+//! collector, `ZkEnsembleBuilder::server_jvm`), not on the quick-start options the tests use,
+//! with `-Xmx` from `--heap-mb` (default 1024).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -512,6 +511,7 @@ async fn round(program: Program, args: &Args, figures: &mut Figures) -> Result<(
             .servers(SERVERS)
             .program(server_program)
             .heap_mb(heap)
+            .server_jvm(true)
             .config("maxClientCnxns", "0")
             .start()
     })

@@ -88,6 +88,7 @@ pub struct ZkEnsembleBuilder {
     heap_mb: u32,
     hosts: Vec<Host>,
     program: ServerProgram,
+    server_jvm: bool,
 }
 
 impl Default for ZkEnsembleBuilder {
@@ -105,6 +106,7 @@ impl Default for ZkEnsembleBuilder {
             heap_mb: 128,
             hosts: Vec::new(),
             program: ServerProgram::ApacheZooKeeper,
+            server_jvm: false,
         }
     }
 }
@@ -171,6 +173,14 @@ impl ZkEnsembleBuilder {
     /// Maximum Java heap per server in MiB (default 128).
     pub fn heap_mb(mut self, mb: u32) -> Self {
         self.heap_mb = mb;
+        self
+    }
+
+    /// Runs Apache ZooKeeper on the JVM's defaults for a server (its optimising compiler and
+    /// default collector), as in production, instead of the quick-start options the tests use
+    /// (`-XX:+UseSerialGC -XX:TieredStopAtLevel=1`). For benchmarks.
+    pub fn server_jvm(mut self, on: bool) -> Self {
+        self.server_jvm = on;
         self
     }
 
@@ -246,6 +256,7 @@ pub struct ZkEnsemble {
     install: Option<Installation>,
     program: ServerProgram,
     heap_mb: u32,
+    server_jvm: bool,
     start_timeout: Duration,
     servers: BTreeMap<u64, Server>,
     // Dropped after `servers` (field order), once the processes are gone.
@@ -359,6 +370,7 @@ impl ZkEnsemble {
             install,
             program: b.program.clone(),
             heap_mb: b.heap_mb,
+            server_jvm: b.server_jvm,
             start_timeout: b.start_timeout,
             servers,
             root,
@@ -401,6 +413,7 @@ impl ZkEnsemble {
             .map(|i| (i.java.clone(), i.classpath.clone()));
         let program = self.program.clone();
         let heap = self.heap_mb;
+        let server_jvm = self.server_jvm;
         let server = self.server_mut(sid)?;
         if server.child.is_some() {
             return Ok(());
@@ -428,10 +441,13 @@ impl ZkEnsemble {
             None => Command::new(&exe),
         };
         if let (ServerProgram::ApacheZooKeeper, Some((_, classpath))) = (&program, &java) {
+            command.arg(format!("-Xmx{heap}m"));
+            if !server_jvm {
+                command
+                    .arg("-XX:+UseSerialGC")
+                    .arg("-XX:TieredStopAtLevel=1");
+            }
             command
-                .arg(format!("-Xmx{heap}m"))
-                .arg("-XX:+UseSerialGC")
-                .arg("-XX:TieredStopAtLevel=1")
                 .arg("-Djava.net.preferIPv4Stack=true")
                 .arg("-Dzookeeper.admin.enableServer=false")
                 .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")

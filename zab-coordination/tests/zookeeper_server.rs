@@ -552,3 +552,158 @@ async fn an_unknown_session_or_a_wrong_password_is_expired() {
         refused.map(|c| c.session_id())
     );
 }
+
+/// A client speaking the jute protocol by hand, for the op codes the `zookeeper-client` crate
+/// does not send (old `setWatches`, `checkWatches`, `reconfig`, …).
+struct RawClient {
+    stream: tokio::net::TcpStream,
+    session: i64,
+}
+
+impl RawClient {
+    async fn connect(addr: &str) -> RawClient {
+        use zab_coordination::zookeeper::proto::{ConnectRequest, ConnectResponse};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout: 10_000,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: false,
+            omits_read_only: false,
+        };
+        stream.write_all(&req.encode_frame()).await.unwrap();
+        let body = read_frame(&mut stream).await;
+        let resp = ConnectResponse::decode(&body).unwrap();
+        assert_ne!(resp.session_id, 0);
+        RawClient {
+            stream,
+            session: resp.session_id,
+        }
+    }
+
+    async fn send(&mut self, xid: i32, req: &zab_coordination::zookeeper::proto::Request) {
+        self.stream.write_all(&req.encode_frame(xid)).await.unwrap();
+    }
+
+    /// The next frame: its reply header and record bytes.
+    async fn next(&mut self) -> (zab_coordination::zookeeper::proto::ReplyHeader, Vec<u8>) {
+        let body = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut self.stream))
+            .await
+            .expect("a reply in time");
+        let (h, rest) = zab_coordination::zookeeper::proto::split_reply(&body).unwrap();
+        (h, rest.to_vec())
+    }
+
+    /// Sends `req` and returns its reply (skipping notifications).
+    async fn call(
+        &mut self,
+        xid: i32,
+        req: &zab_coordination::zookeeper::proto::Request,
+    ) -> (zab_coordination::zookeeper::proto::ReplyHeader, Vec<u8>) {
+        self.send(xid, req).await;
+        loop {
+            let (h, body) = self.next().await;
+            if h.xid == xid {
+                return (h, body);
+            }
+        }
+    }
+}
+
+async fn read_frame(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).await.unwrap();
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_watches_check_watches_remove_watches_and_unsupported_ops_on_the_wire() {
+    use zab_coordination::zookeeper::proto::{CreateRequest, Request, WatcherEvent};
+    use zab_coordination::zookeeper::types::{ErrorCode, EventType, WatcherType};
+    let e = Ensemble::start(1, &[]).await;
+    let mut c = RawClient::connect(&e.addr(0)).await;
+    assert!(c.session != 0);
+    let create = |path: &str| {
+        Request::Create(CreateRequest {
+            path: path.into(),
+            data: Some(b"x".to_vec()),
+            acl: zab_coordination::zookeeper::types::Acl::open_unsafe(),
+            flags: 0,
+            ttl: -1,
+        })
+    };
+    let (h, _) = c.call(1, &create("/old")).await;
+    assert_eq!(h.err, ErrorCode::Ok);
+    let created_at = h.zxid;
+    // checkWatches / removeWatches without a watch: NoWatcher.
+    let check = Request::CheckWatches {
+        path: "/old".into(),
+        watcher_type: WatcherType::Data,
+    };
+    assert_eq!(c.call(2, &check).await.0.err, ErrorCode::NoWatcher);
+    let (h, _) = c
+        .call(
+            3,
+            &Request::GetData {
+                path: "/old".into(),
+                watch: true,
+            },
+        )
+        .await;
+    assert_eq!(h.err, ErrorCode::Ok);
+    assert_eq!(c.call(4, &check).await.0.err, ErrorCode::Ok);
+    let remove = Request::RemoveWatches {
+        path: "/old".into(),
+        watcher_type: WatcherType::Data,
+    };
+    assert_eq!(c.call(5, &remove).await.0.err, ErrorCode::Ok);
+    assert_eq!(c.call(6, &remove).await.0.err, ErrorCode::NoWatcher);
+    // Another session changes the node; the old-style setWatches (op 101) with a relative zxid
+    // before the change fires the data watch at once.
+    let other = client(&e.addr(0)).await;
+    other.set_data("/old", b"y", None).await.unwrap();
+    c.send(
+        -8,
+        &Request::SetWatches {
+            relative_zxid: created_at,
+            data: vec!["/old".into()],
+            exist: vec!["/never".into()],
+            child: vec![],
+        },
+    )
+    .await;
+    let mut fired = None;
+    let mut answered = false;
+    while fired.is_none() || !answered {
+        let (h, body) = c.next().await;
+        match h.xid {
+            -1 => fired = Some(WatcherEvent::decode(&body).unwrap()),
+            -8 => {
+                assert_eq!(h.err, ErrorCode::Ok);
+                answered = true;
+            }
+            x => panic!("unexpected xid {x}"),
+        }
+    }
+    let fired = fired.unwrap();
+    assert_eq!(
+        (fired.event_type, fired.path.as_str()),
+        (EventType::NodeDataChanged, "/old")
+    );
+    // The exist watch from setWatches fires on creation.
+    other.create("/never", b"", &persistent()).await.unwrap();
+    let (h, body) = c.next().await;
+    assert_eq!(h.xid, -1);
+    let ev = WatcherEvent::decode(&body).unwrap();
+    assert_eq!(
+        (ev.event_type, ev.path.as_str()),
+        (EventType::NodeCreated, "/never")
+    );
+    // reconfig and SASL are not supported: Unimplemented.
+    let (h, _) = c.call(7, &Request::Unsupported { op: 16 }).await;
+    assert_eq!(h.err, ErrorCode::Unimplemented);
+}

@@ -814,6 +814,46 @@ fn unescape(s: &str, line: usize) -> Result<String, ConfigError> {
     Ok(out)
 }
 
+/// What the server needs of a configuration, in the types it runs with.
+impl ZkConfig {
+    /// `tickTime`.
+    pub fn tick_time(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.tick_time_ms))
+    }
+
+    /// `minSessionTimeout`.
+    pub fn min_session_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.min_session_timeout_ms))
+    }
+
+    /// `maxSessionTimeout`.
+    pub fn max_session_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.max_session_timeout_ms))
+    }
+
+    /// The server id the server runs as: `myid`, or 1 for a standalone server without one.
+    pub fn server_id(&self) -> u64 {
+        self.my_id.unwrap_or(1)
+    }
+
+    /// Whether server `sid` is an observer.
+    pub fn is_observer(&self, sid: u64) -> bool {
+        self.servers
+            .get(&sid)
+            .is_some_and(|s| s.peer_type == PeerType::Observer)
+    }
+
+    /// The value of a key this crate does not know (ZooKeeper keeps those as system
+    /// properties `zookeeper.<key>`), e.g. `znode.container.checkIntervalMs`.
+    pub fn unknown_value(&self, key: &str) -> Option<&str> {
+        self.unknown
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key || k.strip_prefix("zookeeper.") == Some(key))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1320,45 +1360,5 @@ mod tests {
             ZkConfig::load(Path::new("/nonexistent/zoo.cfg")),
             Err(ConfigError::Io { .. })
         ));
-    }
-}
-
-/// What the server needs of a configuration, in the types it runs with.
-impl ZkConfig {
-    /// `tickTime`.
-    pub fn tick_time(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(u64::from(self.tick_time_ms))
-    }
-
-    /// `minSessionTimeout`.
-    pub fn min_session_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(u64::from(self.min_session_timeout_ms))
-    }
-
-    /// `maxSessionTimeout`.
-    pub fn max_session_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(u64::from(self.max_session_timeout_ms))
-    }
-
-    /// The server id the server runs as: `myid`, or 1 for a standalone server without one.
-    pub fn server_id(&self) -> u64 {
-        self.my_id.unwrap_or(1)
-    }
-
-    /// Whether server `sid` is an observer.
-    pub fn is_observer(&self, sid: u64) -> bool {
-        self.servers
-            .get(&sid)
-            .is_some_and(|s| s.peer_type == PeerType::Observer)
-    }
-
-    /// The value of a key this crate does not know (ZooKeeper keeps those as system
-    /// properties `zookeeper.<key>`), e.g. `znode.container.checkIntervalMs`.
-    pub fn unknown_value(&self, key: &str) -> Option<&str> {
-        self.unknown
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key || k.strip_prefix("zookeeper.") == Some(key))
-            .map(|(_, v)| v.as_str())
     }
 }

@@ -23,10 +23,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use bytes::BytesMut;
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio_util::codec::{Decoder, FramedRead};
 use tracing::{debug, info, warn};
 
 use super::four_letter;
@@ -62,7 +65,7 @@ enum Closed {
     #[error("packet of {0} bytes exceeds jute.maxbuffer")]
     TooLarge(usize),
     #[error("the session was closed")]
-    SessionClosed,
+    SessionEnded,
     #[error("the server left its epoch")]
     NotServing,
     #[error("{0}")]
@@ -113,8 +116,7 @@ struct Conn {
 /// Serves one accepted client connection until it ends.
 pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
     let id = ctx.next_connection.fetch_add(1, Ordering::Relaxed);
-    let (rd, wr) = stream.into_split();
-    let mut rd = BufReader::new(rd);
+    let (mut rd, wr) = stream.into_split();
     let mut wr = wr;
     // Registered from the start, as ZooKeeper lists every accepted connection (a four-letter
     // word's own included) in `stat` and `cons`.
@@ -166,8 +168,9 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
     }
 }
 
-/// Reads one length-prefixed frame whose 4-byte length was already read into `len`.
-async fn read_body(rd: &mut BufReader<OwnedReadHalf>, len: [u8; 4]) -> Result<Vec<u8>, Closed> {
+/// Reads the body of the handshake's frame, whose 4-byte length was already read into `len`
+/// (straight from the socket: what follows it is left for the [`FrameCodec`]).
+async fn read_body(rd: &mut OwnedReadHalf, len: [u8; 4]) -> Result<Vec<u8>, Closed> {
     let n = i32::from_be_bytes(len);
     if n < 0 {
         return Err(Closed::Malformed(JuteError::NegativeLength(n)));
@@ -181,14 +184,38 @@ async fn read_body(rd: &mut BufReader<OwnedReadHalf>, len: [u8; 4]) -> Result<Ve
     Ok(body)
 }
 
-async fn read_frame(rd: &mut BufReader<OwnedReadHalf>) -> Result<Vec<u8>, Closed> {
-    let mut len = [0u8; 4];
-    match rd.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(Closed::ByClient),
-        Err(e) => return Err(e.into()),
+/// The client port's framing after the handshake: a 4-byte big-endian length, then that many
+/// bytes; a length above `jute.maxbuffer` (or negative) ends the connection before anything
+/// is allocated for it.
+#[derive(Debug, Clone, Copy)]
+struct FrameCodec {
+    max: usize,
+}
+
+impl Decoder for FrameCodec {
+    type Item = BytesMut;
+    type Error = Closed;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, Closed> {
+        if src.len() < 4 {
+            return Ok(None);
+        }
+        let n = i32::from_be_bytes([src[0], src[1], src[2], src[3]]);
+        if n < 0 {
+            return Err(Closed::Malformed(JuteError::NegativeLength(n)));
+        }
+        let n = n as usize;
+        if n > self.max {
+            return Err(Closed::TooLarge(n));
+        }
+        if src.len() < 4 + n {
+            src.reserve(4 + n - src.len());
+            return Ok(None);
+        }
+        let mut frame = src.split_to(4 + n);
+        let _ = frame.split_to(4);
+        Ok(Some(frame))
     }
-    read_body(rd, len).await
 }
 
 async fn handshake_and_run(
@@ -196,7 +223,7 @@ async fn handshake_and_run(
     id: u64,
     remote: SocketAddr,
     first: [u8; 4],
-    mut rd: BufReader<OwnedReadHalf>,
+    mut rd: OwnedReadHalf,
     mut wr: OwnedWriteHalf,
 ) -> Result<(), Closed> {
     let body = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_body(&mut rd, first))
@@ -294,7 +321,8 @@ async fn handshake_and_run(
             sent: 0,
             closed: false,
         };
-        conn.run(rd, wr, sync_rx).await
+        let frames = FramedRead::with_capacity(rd, FrameCodec { max: MAX_PACKET }, 1024);
+        conn.run(frames, wr, sync_rx).await
     }
     .await;
     ctx.lock().detach(session, &sink_keep);
@@ -358,23 +386,10 @@ async fn open_session(
 impl Conn {
     async fn run(
         &mut self,
-        rd: BufReader<OwnedReadHalf>,
+        mut frames: FramedRead<OwnedReadHalf, FrameCodec>,
         mut wr: OwnedWriteHalf,
         mut sync_rx: mpsc::UnboundedReceiver<(i32, Option<i64>)>,
     ) -> Result<(), Closed> {
-        // Frames are read by their own task so that a slow request never stalls reading the
-        // socket's EOF, and a bounded channel back-pressures a flooding client.
-        let (frames_tx, mut frames) = mpsc::channel::<Result<Vec<u8>, Closed>>(64);
-        let reader = tokio::spawn(async move {
-            let mut rd = rd;
-            loop {
-                let f = read_frame(&mut rd).await;
-                let end = f.is_err();
-                if frames_tx.send(f).await.is_err() || end {
-                    return;
-                }
-            }
-        });
         let mut status = self.ctx.status.clone();
         let result = loop {
             tokio::select! {
@@ -383,7 +398,7 @@ impl Conn {
                     Some(n) => {
                         if let Err(e) = self.on_notice(n) { break Err(e); }
                     }
-                    None => break Err(Closed::SessionClosed),
+                    None => break Err(Closed::SessionEnded),
                 },
                 s = sync_rx.recv() => {
                     if let Some((xid, zxid)) = s {
@@ -395,7 +410,8 @@ impl Conn {
                         break Err(Closed::NotServing);
                     }
                 }
-                f = frames.recv(), if self.pending.len() < MAX_OUTSTANDING => match f {
+                // Cancel-safe: a frame read in part stays in the codec's buffer.
+                f = frames.next(), if self.pending.len() < MAX_OUTSTANDING => match f {
                     Some(Ok(body)) => {
                         if let Err(e) = self.on_frame(&body) { break Err(e); }
                     }
@@ -411,7 +427,7 @@ impl Conn {
                 }
             }
             if self.closed {
-                break Err(Closed::SessionClosed);
+                break Err(Closed::SessionEnded);
             }
         };
         // Send what is already answered (e.g. the reply to closeSession) before closing.
@@ -420,7 +436,6 @@ impl Conn {
             let _ = wr.write_all(&self.out).await;
         }
         let _ = wr.shutdown().await;
-        reader.abort();
         result
     }
 
@@ -650,7 +665,7 @@ impl Conn {
                     }
                 }
                 self.flush_front();
-                Err(Closed::SessionClosed)
+                Err(Closed::SessionEnded)
             }
         }
     }

@@ -607,21 +607,23 @@ pub async fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
             zab_core::ServerState::Observing => format!("observing - {phase}"),
         });
         if let (Some(f), ServerState::Leader) = (figures, state) {
-            let mut l = LeaderStats::default();
-            l.learners = (f.synced_followers + f.synced_observers) as u64;
-            l.synced_followers = f.synced_followers as u64;
-            l.synced_observers = f.synced_observers as u64;
-            l.pending_syncs = f.pending_syncs as u64;
             let since = c.led_since_ms.load(Ordering::Relaxed);
-            l.leader_uptime_ms = if since > 0 {
-                (now_ms() - since).max(0) as u64
-            } else {
-                0
-            };
-            l.proposal_sizes = BufferSizes {
-                last: c.proposal_last.load(Ordering::Relaxed),
-                min: c.proposal_min.load(Ordering::Relaxed),
-                max: c.proposal_max.load(Ordering::Relaxed),
+            let l = LeaderStats {
+                learners: (f.synced_followers + f.synced_observers) as u64,
+                synced_followers: f.synced_followers as u64,
+                synced_observers: f.synced_observers as u64,
+                pending_syncs: f.pending_syncs as u64,
+                leader_uptime_ms: if since > 0 {
+                    (now_ms() - since).max(0) as u64
+                } else {
+                    0
+                },
+                proposal_sizes: BufferSizes {
+                    last: c.proposal_last.load(Ordering::Relaxed),
+                    min: c.proposal_min.load(Ordering::Relaxed),
+                    max: c.proposal_max.load(Ordering::Relaxed),
+                },
+                ..LeaderStats::default()
             };
             snap.leader = Some(l);
         }
