@@ -99,7 +99,10 @@ enum Pending {
 /// One connection's state after the handshake.
 struct Conn {
     ctx: Arc<ServerCtx>,
-    id: u64,
+    /// This connection's figures for `cons` (the server's map holds them too).
+    info: Arc<std::sync::Mutex<ConnectionInfo>>,
+    /// When the session was last touched at the peer.
+    last_touch: Instant,
     session: i64,
     timeout: i32,
     auth: Vec<Id>,
@@ -120,17 +123,15 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
     let mut wr = wr;
     // Registered from the start, as ZooKeeper lists every accepted connection (a four-letter
     // word's own included) in `stat` and `cons`.
+    let info = Arc::new(std::sync::Mutex::new(ConnectionInfo {
+        remote: Some(remote),
+        established_ms: now_ms(),
+        ..ConnectionInfo::default()
+    }));
     ctx.connections
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(
-            id,
-            ConnectionInfo {
-                remote: Some(remote),
-                established_ms: now_ms(),
-                ..ConnectionInfo::default()
-            },
-        );
+        .insert(id, info.clone());
     let unregister = |ctx: &ServerCtx| {
         ctx.connections
             .lock()
@@ -149,7 +150,7 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
         let _ = wr.shutdown().await;
         return;
     }
-    let result = handshake_and_run(&ctx, id, remote, first, rd, wr).await;
+    let result = handshake_and_run(&ctx, info, remote, first, rd, wr).await;
     unregister(&ctx);
     match result {
         Ok(()) | Err(Closed::ByClient) => {
@@ -220,7 +221,7 @@ impl Decoder for FrameCodec {
 
 async fn handshake_and_run(
     ctx: &Arc<ServerCtx>,
-    id: u64,
+    info: Arc<std::sync::Mutex<ConnectionInfo>>,
     remote: SocketAddr,
     first: [u8; 4],
     mut rd: OwnedReadHalf,
@@ -296,12 +297,8 @@ async fn handshake_and_run(
     let result = async {
         wr.write_all(&resp.encode_frame()).await?;
         ctx.counters.sent.fetch_add(1, Ordering::Relaxed);
-        if let Some(c) = ctx
-            .connections
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_mut(&id)
         {
+            let mut c = info.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             c.session = session;
             c.timeout = timeout;
         }
@@ -309,7 +306,8 @@ async fn handshake_and_run(
         let (sync_tx, sync_rx) = mpsc::unbounded_channel();
         let mut conn = Conn {
             ctx: ctx.clone(),
-            id,
+            info,
+            last_touch: Instant::now(),
             session,
             timeout,
             auth: vec![Id::new("ip", remote.ip().to_string())],
@@ -445,11 +443,16 @@ impl Conn {
         self.ctx.counters.sent.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn touch(&self) {
-        let _ = self.ctx.peer.touch_session(
-            self.session,
-            Duration::from_millis(self.timeout.max(1) as u64),
-        );
+    /// A sign of life of the session. The peer hears of it at most once per tenth of the
+    /// session's timeout (and at every ping, which clients send at a third of it when idle):
+    /// a learner reports touches to its leader only every half tick anyway, and a busy
+    /// connection then costs the peer nothing per request.
+    fn touch(&mut self) {
+        let timeout = Duration::from_millis(self.timeout.max(1) as u64);
+        if self.last_touch.elapsed() >= timeout / 10 {
+            self.last_touch = Instant::now();
+            let _ = self.ctx.peer.touch_session(self.session, timeout);
+        }
     }
 
     fn on_frame(&mut self, body: &[u8]) -> Result<(), Closed> {
@@ -556,18 +559,14 @@ impl Conn {
     }
 
     fn note_request(&self, cxid: i32, op: i32) {
-        if let Some(c) = self
-            .ctx
-            .connections
+        let mut c = self
+            .info
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_mut(&self.id)
-        {
-            c.received = self.received;
-            c.last_cxid = cxid;
-            c.last_op = short_op_name(op).to_string();
-            c.queued = self.pending.len() as u64;
-        }
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.received = self.received;
+        c.last_cxid = cxid;
+        c.last_op = short_op_name(op);
+        c.queued = self.pending.len() as u64;
     }
 
     fn error_frame(&self, xid: i32, err: ErrorCode) -> Vec<u8> {
@@ -757,17 +756,13 @@ impl Conn {
     fn answered(&mut self, since: Instant) {
         let us = since.elapsed().as_micros().min(u64::MAX as u128) as u64;
         self.ctx.counters.record_latency(us);
-        if let Some(c) = self
-            .ctx
-            .connections
+        let mut c = self
+            .info
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_mut(&self.id)
-        {
-            c.sent = self.sent;
-            c.last_latency_ms = us / 1000;
-            c.queued = self.pending.len() as u64;
-        }
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.sent = self.sent;
+        c.last_latency_ms = us / 1000;
+        c.queued = self.pending.len() as u64;
     }
 
     /// Answers a read from the replica (the state is locked by the caller).

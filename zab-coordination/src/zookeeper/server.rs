@@ -158,7 +158,7 @@ pub struct ConnectionInfo {
     /// Requests waiting for their answer.
     pub queued: u64,
     /// The last operation's short name (ZooKeeper's `lastOp`, e.g. `GETD`).
-    pub last_op: String,
+    pub last_op: &'static str,
     /// The last request's xid.
     pub last_cxid: i32,
     /// The zxid of the last answer.
@@ -191,7 +191,7 @@ pub struct ServerCtx {
     /// Counters for the four-letter words.
     pub counters: ServerCounters,
     /// The open connections (for `cons` and `maxClientCnxns`).
-    pub connections: Mutex<HashMap<u64, ConnectionInfo>>,
+    pub connections: Mutex<HashMap<u64, Arc<Mutex<ConnectionInfo>>>>,
     /// The next connection id.
     pub next_connection: AtomicU64,
     /// When the server started, ms since the epoch.
@@ -226,7 +226,13 @@ impl ServerCtx {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .filter(|c| c.remote.map(|r| r.ip()) == Some(ip))
+            .filter(|c| {
+                c.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remote
+                    .map(|r| r.ip())
+                    == Some(ip)
+            })
             .count()
     }
 }
@@ -633,7 +639,11 @@ pub async fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .values()
-        .cloned()
+        .map(|c| {
+            c.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
         .collect();
     snap.alive_connections = conns.len() as u64;
     snap.outstanding_requests = conns.iter().map(|c| c.queued).sum();
@@ -655,7 +665,7 @@ pub async fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
                 s.last_op = if info.last_op.is_empty() {
                     "NA".into()
                 } else {
-                    info.last_op.clone()
+                    info.last_op.to_string()
                 };
                 s.last_cxid = i64::from(info.last_cxid);
                 s.last_zxid = info.last_zxid;
