@@ -33,7 +33,7 @@ use tokio_util::codec::{Decoder, FramedRead};
 use tracing::{debug, info, warn};
 
 use super::four_letter;
-use super::jute::{JuteError, MAX_PACKET};
+use super::jute::JuteError;
 use super::machine::{Notice, TxnResult, ZkState};
 use super::proto::{
     self, ConnectRequest, ConnectResponse, CreateRequest, MultiReadResult, MultiResult,
@@ -171,13 +171,13 @@ pub async fn serve(ctx: Arc<ServerCtx>, stream: TcpStream, remote: SocketAddr) {
 
 /// Reads the body of the handshake's frame, whose 4-byte length was already read into `len`
 /// (straight from the socket: what follows it is left for the [`FrameCodec`]).
-async fn read_body(rd: &mut OwnedReadHalf, len: [u8; 4]) -> Result<Vec<u8>, Closed> {
+async fn read_body(rd: &mut OwnedReadHalf, len: [u8; 4], max: usize) -> Result<Vec<u8>, Closed> {
     let n = i32::from_be_bytes(len);
     if n < 0 {
         return Err(Closed::Malformed(JuteError::NegativeLength(n)));
     }
     let n = n as usize;
-    if n > MAX_PACKET {
+    if n > max {
         return Err(Closed::TooLarge(n));
     }
     let mut body = vec![0u8; n];
@@ -227,9 +227,12 @@ async fn handshake_and_run(
     mut rd: OwnedReadHalf,
     mut wr: OwnedWriteHalf,
 ) -> Result<(), Closed> {
-    let body = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_body(&mut rd, first))
-        .await
-        .map_err(|_| Closed::Refused("no ConnectRequest in time".into()))??;
+    let body = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        read_body(&mut rd, first, ctx.max_packet()),
+    )
+    .await
+    .map_err(|_| Closed::Refused("no ConnectRequest in time".into()))??;
     let req = ConnectRequest::decode(&body)?;
     ctx.counters.received.fetch_add(1, Ordering::Relaxed);
     if !ctx.serving() {
@@ -319,7 +322,9 @@ async fn handshake_and_run(
             sent: 0,
             closed: false,
         };
-        let frames = FramedRead::with_capacity(rd, FrameCodec { max: MAX_PACKET }, 1024);
+        let frames = FramedRead::with_capacity(rd, FrameCodec {
+                max: ctx.max_packet(),
+            }, 1024);
         conn.run(frames, wr, sync_rx).await
     }
     .await;

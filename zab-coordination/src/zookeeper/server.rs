@@ -220,6 +220,12 @@ impl ServerCtx {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The largest packet a client may send: `jute.maxbuffer` (0xfffff by default, as
+    /// ZooKeeper's `NIOServerCnxn` checks a frame's length).
+    pub fn max_packet(&self) -> usize {
+        self.config.jute_max_buffer as usize
+    }
+
     /// Connections open from the client address `ip`.
     pub fn connections_from(&self, ip: std::net::IpAddr) -> usize {
         self.connections
