@@ -1,5 +1,6 @@
-//! The Kafka controller's coordination store replicated by `zab-core` (issue 8): a
-//! [`ZabEnsemble`] of in-process Zab servers, each holding the znode tree
+//! Coordination on `zab-core`: [`zookeeper`], a ZooKeeper 3.8-compatible server (the
+//! `ha-zookeeper` binary) that real ZooKeeper clients use over its client port; and the Kafka
+//! controller's in-process coordination store: a [`ZabEnsemble`] of in-process Zab servers, each holding the znode tree
 //! ([`ha_coordination::ZnodeTree`]) as its state machine, and
 //! [`ZabCoordination`] clients implementing the controller's
 //! [`Coordination`](ha_coordination::Coordination) trait.
