@@ -111,6 +111,18 @@ impl Ensemble {
     fn kill(&mut self, i: usize) {
         self.servers[i] = None;
     }
+
+    /// Crashes server `i` and starts it again on its data directory.
+    async fn restart(&mut self, i: usize) {
+        if let Some(s) = self.servers[i].take() {
+            s.crash().await;
+        }
+        self.servers[i] = Some(
+            ZkServer::start(self.configs[i].clone())
+                .await
+                .expect("server restarts"),
+        );
+    }
 }
 
 async fn client(at: &str) -> zk::Client {
@@ -706,4 +718,54 @@ async fn set_watches_check_watches_remove_watches_and_unsupported_ops_on_the_wir
     // reconfig and SASL are not supported: Unimplemented.
     let (h, _) = c.call(7, &Request::Unsupported { op: 16 }).await;
     assert_eq!(h.err, ErrorCode::Unimplemented);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_recovers_its_tree_and_sessions_from_its_log_and_snapshots() {
+    // snapCount 10: snapshots (and log purges) every few transactions.
+    let mut e = Ensemble::start(3, &[("snapCount", "10")]).await;
+    let c = client(&e.connect_string()).await;
+    c.create("/kept", b"", &persistent()).await.unwrap();
+    for i in 0..50 {
+        c.create(
+            &format!("/kept/n{i}"),
+            i.to_string().as_bytes(),
+            &persistent(),
+        )
+        .await
+        .unwrap();
+    }
+    let owner = client(&e.addr(0)).await;
+    owner.create("/kept/eph", b"", &ephemeral()).await.unwrap();
+    c.sync("/").await.unwrap();
+    let log_dir = e.configs[0].data_log_dir.join("ha-zab").join("log");
+    let snapshots = std::fs::read_dir(&log_dir)
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .is_ok_and(|f| f.file_name().to_string_lossy().starts_with("snapshot."))
+        })
+        .count();
+    assert!(snapshots > 0, "no snapshot in {}", log_dir.display());
+    // Every server crashes and comes back on its files.
+    for i in 0..3 {
+        e.restart(i).await;
+    }
+    e.wait_serving(Duration::from_secs(30)).await;
+    for i in 0..3 {
+        let r = client(&e.addr(i)).await;
+        r.sync("/kept").await.unwrap();
+        let (children, stat) = r.get_children("/kept").await.unwrap();
+        assert_eq!(children.len(), 51, "server {i}: {children:?}");
+        assert_eq!(stat.num_children, 51);
+        assert_eq!(r.get_data("/kept/n49").await.unwrap().0, b"49");
+        // The session survived the restarts: its ephemeral is still there.
+        let eph = r
+            .check_stat("/kept/eph")
+            .await
+            .unwrap()
+            .expect("ephemeral kept");
+        assert_eq!(eph.ephemeral_owner, owner.session_id().0);
+    }
+    owner.sync("/").await.unwrap();
 }

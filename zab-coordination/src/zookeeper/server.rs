@@ -392,6 +392,19 @@ impl ZkServer {
         &self.ctx
     }
 
+    /// Stops the server as a crash would (no session is closed) and waits until its peer let
+    /// go of its data directories, so that a server can be started on them again.
+    pub async fn crash(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.ctx.peer.kill();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !self.ctx.peer.is_finished() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Waits until the peer ends (it stops only on a fatal error of its store or log).
     pub async fn wait(&self) {
         let mut status = self.ctx.status.clone();
