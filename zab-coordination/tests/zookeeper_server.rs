@@ -22,6 +22,16 @@ struct Ensemble {
 
 impl Ensemble {
     async fn start(n: usize, extra: &[(&str, &str)]) -> Ensemble {
+        Ensemble::start_with_observers(n, 0, extra).await
+    }
+
+    /// `voters` participants, then `observers` observers (the last sids).
+    async fn start_with_observers(
+        voters: usize,
+        observers: usize,
+        extra: &[(&str, &str)],
+    ) -> Ensemble {
+        let n = voters + observers;
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -33,10 +43,11 @@ impl Ensemble {
             if n > 1 {
                 let _ = writeln!(
                     members,
-                    "server.{}=127.0.0.1:{}:{}",
+                    "server.{}=127.0.0.1:{}:{}{}",
                     i + 1,
                     ports[3 * i + 1],
-                    ports[3 * i + 2]
+                    ports[3 * i + 2],
+                    if i >= voters { ":observer" } else { "" }
                 );
             }
         }
@@ -52,6 +63,9 @@ impl Ensemble {
             );
             for (k, v) in extra {
                 let _ = writeln!(cfg, "{k}={v}");
+            }
+            if i >= voters {
+                cfg.push_str("peerType=observer\n");
             }
             cfg.push_str(&members);
             let path = data.join("zoo.cfg");
@@ -768,4 +782,22 @@ async fn a_restarted_server_recovers_its_tree_and_sessions_from_its_log_and_snap
         assert_eq!(eph.ephemeral_owner, owner.session_id().0);
     }
     owner.sync("/").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_serves_reads_forwards_writes_and_says_observer_in_srvr() {
+    let e = Ensemble::start_with_observers(3, 1, &[]).await;
+    let observer = e.addr(3);
+    let c = client(&observer).await;
+    c.create("/via-observer", b"o", &persistent())
+        .await
+        .unwrap();
+    let voter = client(&e.addr(0)).await;
+    voter.sync("/via-observer").await.unwrap();
+    assert_eq!(voter.get_data("/via-observer").await.unwrap().0, b"o");
+    voter.set_data("/via-observer", b"v", None).await.unwrap();
+    c.sync("/via-observer").await.unwrap();
+    assert_eq!(c.get_data("/via-observer").await.unwrap().0, b"v");
+    let srvr = String::from_utf8(raw(&observer, b"srvr").await).unwrap();
+    assert!(srvr.contains("Mode: observer"), "{srvr}");
 }

@@ -25,7 +25,7 @@ use zab_core::discovery::Timing;
 use zab_core::peer::{PeerConfig, PeerHandle, PeerStatus, QuorumPeer};
 use zab_core::store::FileElectionStore;
 use zab_core::transport::{MemoryNetwork, PeerAddrs, TcpConfig, TcpTransport};
-use zab_core::txnlog::{FileTxnLog, FsyncPolicy, SnapshotPolicy};
+use zab_core::txnlog::{FileTxnLog, FileTxnLogOptions, FsyncPolicy, SnapshotPolicy};
 use zab_core::{LearnerType, QuorumMaj, ServerEntry, ServerId};
 
 use super::config::ZkConfig;
@@ -274,8 +274,15 @@ impl ZkServer {
         let log_dir = config.data_log_dir.join("ha-zab").join("log");
         let epoch_dir = config.data_dir.join("ha-zab");
         std::fs::create_dir_all(&epoch_dir).map_err(|e| data_err(&epoch_dir, &e))?;
-        let log = FileTxnLog::open(&log_dir, FsyncPolicy::EveryAppend)
-            .map_err(|e| data_err(&log_dir, &e))?;
+        // Purged after every snapshot, keeping autopurge.snapRetainCount snapshots (see
+        // docs/zookeeper-server.md: autopurge.purgeInterval is not waited for).
+        let log = FileTxnLog::open_with(
+            &log_dir,
+            FileTxnLogOptions::new()
+                .with_fsync(FsyncPolicy::EveryAppend)
+                .with_snap_retain_count(config.snap_retain_count as usize),
+        )
+        .map_err(|e| data_err(&log_dir, &e))?;
         let epochs = epoch_dir.join("epochs");
         let store = if epochs.exists() {
             FileElectionStore::open(&epochs)
