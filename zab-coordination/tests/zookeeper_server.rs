@@ -287,6 +287,14 @@ async fn multi_and_check_are_atomic_and_multi_read_reads_each_op() {
     w.add_check_version("/m", 1).unwrap();
     let results = w.commit().await.unwrap();
     assert_eq!(results.len(), 3);
+    // As ZooKeeper: a multi's persistent create is answered with its path only.
+    match &results[0] {
+        zk::MultiWriteResult::Create { path, stat } => {
+            assert_eq!(path, "/m/1");
+            assert!(stat.is_invalid(), "{stat:?}");
+        }
+        other => panic!("expected a create result: {other:?}"),
+    }
     // A failing check: nothing of the multi is applied.
     let mut w = c.new_multi_writer();
     w.add_create("/m/2", b"two", &persistent()).unwrap();

@@ -76,7 +76,15 @@ enum Closed {
 #[derive(Debug)]
 enum Pending {
     /// A write proposed, waiting for the state machine's reply.
-    Write { xid: i32, op: i32, since: Instant },
+    Write {
+        xid: i32,
+        op: i32,
+        /// For a multi, per operation: whether a create there answers with the new node's
+        /// stat (containers and TTL nodes; ZooKeeper answers a multi's other creates with the
+        /// path only, whichever create op the client sent).
+        with_stat: Vec<bool>,
+        since: Instant,
+    },
     /// A read, served when it reaches the front.
     Read {
         xid: i32,
@@ -529,6 +537,16 @@ impl Conn {
             request if request.is_write() => {
                 match self.to_txn(header.op, request) {
                     Ok(body) => {
+                        let with_stat = match &body {
+                            TxnBody::Multi(ops) => ops
+                                .iter()
+                                .map(|o| {
+                                    matches!(o, TxnOp::Create { mode, .. }
+                                        if *mode == CreateMode::Container || mode.is_ttl())
+                                })
+                                .collect(),
+                            _ => Vec::new(),
+                        };
                         let txn = ZkTxn {
                             origin: self.ctx.incarnation,
                             session: self.session,
@@ -545,6 +563,7 @@ impl Conn {
                         self.pending.push_back(Pending::Write {
                             xid: header.xid,
                             op: header.op,
+                            with_stat,
                             since,
                         });
                     }
@@ -652,11 +671,17 @@ impl Conn {
                     debug!(sid = self.ctx.sid, cxid, "a reply for no pending write");
                     return Ok(());
                 };
-                let Some(Pending::Write { xid, op, since }) = self.pending.get(pos) else {
+                let Some(Pending::Write {
+                    xid,
+                    op,
+                    with_stat,
+                    since,
+                }) = self.pending.get(pos)
+                else {
                     return Ok(());
                 };
                 let (xid, op, since) = (*xid, *op, *since);
-                let frame = write_reply(xid, op, zxid, result);
+                let frame = write_reply(xid, op, zxid, result, with_stat);
                 self.pending[pos] = Pending::Answered { frame, since };
                 Ok(())
             }
@@ -1060,7 +1085,13 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
 }
 
 /// The answer to a write, from the state machine's result.
-fn write_reply(xid: i32, op_code: i32, zxid: i64, result: TxnResult) -> Vec<u8> {
+fn write_reply(
+    xid: i32,
+    op_code: i32,
+    zxid: i64,
+    result: TxnResult,
+    with_stat: &[bool],
+) -> Vec<u8> {
     let ok = |body: Option<Response>| {
         proto::encode_reply(
             &ReplyHeader {
@@ -1077,7 +1108,11 @@ fn write_reply(xid: i32, op_code: i32, zxid: i64, result: TxnResult) -> Vec<u8> 
         TxnResult::Op(Err(e)) => err(e),
         TxnResult::Op(Ok(outcome)) => ok(single_reply(op_code, outcome)),
         TxnResult::Multi(Ok(outcomes)) => ok(Some(Response::Multi(
-            outcomes.into_iter().map(multi_result).collect(),
+            outcomes
+                .into_iter()
+                .enumerate()
+                .map(|(i, o)| multi_result(o, with_stat.get(i).copied().unwrap_or(false)))
+                .collect(),
         ))),
         TxnResult::Multi(Err(codes)) => ok(Some(Response::Multi(
             codes.into_iter().map(MultiResult::Error).collect(),
@@ -1096,9 +1131,10 @@ fn single_reply(op_code: i32, outcome: OpOutcome) -> Option<Response> {
     }
 }
 
-fn multi_result(outcome: OpOutcome) -> MultiResult {
+fn multi_result(outcome: OpOutcome, with_stat: bool) -> MultiResult {
     match outcome {
-        OpOutcome::Created { path, stat } => MultiResult::Create2 { path, stat },
+        OpOutcome::Created { path, stat } if with_stat => MultiResult::Create2 { path, stat },
+        OpOutcome::Created { path, .. } => MultiResult::Create { path },
         OpOutcome::Deleted => MultiResult::Delete,
         OpOutcome::SetData { stat } => MultiResult::SetData { stat },
         OpOutcome::SetAcl { .. } | OpOutcome::Checked => MultiResult::Check,
