@@ -737,6 +737,14 @@ async fn set_watches_check_watches_remove_watches_and_unsupported_ops_on_the_wir
         (ev.event_type, ev.path.as_str()),
         (EventType::NodeCreated, "/never")
     );
+    // A create with an unknown mode flag is refused before the leader, with its own xid.
+    let mut bad = match create("/bad-flags") {
+        Request::Create(c) => c,
+        _ => unreachable!(),
+    };
+    bad.flags = 9;
+    let (h, _) = c.call(8, &Request::Create(bad)).await;
+    assert_eq!((h.xid, h.err), (8, ErrorCode::BadArguments));
     // reconfig and SASL are not supported: Unimplemented.
     let (h, _) = c.call(7, &Request::Unsupported { op: 16 }).await;
     assert_eq!(h.err, ErrorCode::Unimplemented);

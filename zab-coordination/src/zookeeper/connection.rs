@@ -535,7 +535,7 @@ impl Conn {
                 Ok(())
             }
             request if request.is_write() => {
-                match self.to_txn(header.op, request) {
+                match self.to_txn(header.xid, header.op, request) {
                     Ok(body) => {
                         let with_stat = match &body {
                             TxnBody::Multi(ops) => ops
@@ -600,7 +600,7 @@ impl Conn {
 
     /// The transaction of a write, or the error answer of a write refused before it is
     /// proposed (an unknown create flag, a create mode its op code does not allow).
-    fn to_txn(&self, op_code: i32, request: Request) -> Result<TxnBody, Vec<u8>> {
+    fn to_txn(&self, xid: i32, op_code: i32, request: Request) -> Result<TxnBody, Vec<u8>> {
         match request {
             Request::CloseSession => Ok(TxnBody::CloseSession),
             Request::Multi(ops) => {
@@ -627,7 +627,7 @@ impl Conn {
                             let zxid = self.ctx.lock().last_applied().0;
                             return Err(proto::encode_reply(
                                 &ReplyHeader {
-                                    xid: 0,
+                                    xid,
                                     zxid,
                                     err: ErrorCode::Ok,
                                 },
@@ -640,7 +640,7 @@ impl Conn {
             }
             r => write_op(op_code, r)
                 .map(TxnBody::Op)
-                .map_err(|code| self.error_frame(0, code)),
+                .map_err(|code| self.error_frame(xid, code)),
         }
     }
 
