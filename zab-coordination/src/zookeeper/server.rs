@@ -569,7 +569,7 @@ pub fn server_version() -> String {
     )
 }
 
-/// The answer to the four-letter word `word` (one of [`four_letter::KNOWN_WORDS`]), from the
+/// The answer to the four-letter word `word` (one of [`super::four_letter::KNOWN_WORDS`]), from the
 /// server's current figures; an empty string closes the connection without an answer.
 pub async fn four_letter_answer(ctx: &ServerCtx, word: &str) -> String {
     use super::four_letter::{
