@@ -262,17 +262,33 @@ async fn handshake_and_run(
     let (session, passwd) = if req.session_id == 0 {
         open_session(ctx, timeout, sink_tx).await?
     } else {
-        let valid = {
+        let known = |ctx: &ServerCtx| {
+            ctx.lock()
+                .db
+                .sessions
+                .get(&req.session_id)
+                .map(|s| s.passwd == req.passwd)
+        };
+        // A session opened on another server a moment ago may not be applied here yet: as
+        // ZooKeeper revalidates a session with the leader, catch up with it before refusing.
+        let mut valid = known(ctx);
+        if valid.is_none() {
+            let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, ctx.peer.sync()).await;
+            valid = known(ctx);
+        }
+        // Checked again with the sink registered under the same lock, so that a close applied
+        // meanwhile is not missed.
+        let valid = valid == Some(true) && {
             let mut st = ctx.lock();
-            let ok = st
+            let open = st
                 .db
                 .sessions
                 .get(&req.session_id)
                 .is_some_and(|s| s.passwd == req.passwd);
-            if ok {
+            if open {
                 st.register_sink(req.session_id, sink_tx);
             }
-            ok
+            open
         };
         if !valid {
             // ZooKeeper answers an unknown session or a wrong password with a zero timeout and
