@@ -57,7 +57,7 @@ impl Ensemble {
             std::fs::create_dir_all(&data).expect("data dir");
             std::fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
             let mut cfg = format!(
-                "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n",
+                "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n",
                 data.display(),
                 ports[3 * i]
             );
