@@ -177,3 +177,31 @@ async fn z2_sessions_touched_on_followers_stay_alive_and_silent_ones_expire_at_t
         .expect("expiry");
     assert!(matches!(s, Some(13 | 14)), "{s:?}");
 }
+
+#[tokio::test]
+async fn leader_figures_count_the_synced_followers_on_the_leader_only() {
+    let net = MemoryNetwork::new();
+    let sms: Vec<Shared> = (0..3).map(|_| Shared::default()).collect();
+    let h = ensemble(&net, &sms).await;
+    let (leader, _) = settled(&h.iter().collect::<Vec<_>>(), SETTLE).await;
+    let li = (leader.0 - 1) as usize;
+    // Both followers join the broadcast once they acknowledged NEWLEADER.
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let f = h[li]
+            .leader_figures()
+            .await
+            .expect("the leader has figures");
+        if f.synced_followers == 2 {
+            assert_eq!((f.synced_observers, f.pending_syncs), (0, 0));
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{f:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (i, p) in h.iter().enumerate() {
+        if i != li {
+            assert_eq!(p.leader_figures().await, None, "server {}", i + 1);
+        }
+    }
+}
