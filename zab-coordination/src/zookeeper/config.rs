@@ -781,7 +781,8 @@ fn split_key_value(line: &str) -> (&str, &str) {
     (key, rest)
 }
 
-/// Java properties escapes: `\t \n \r \f \uXXXX`, and `\x` for any other `x`.
+/// Java properties escapes: `\t \n \r \f`, `\u` followed by four hex digits, and `\x` for
+/// any other `x`.
 fn unescape(s: &str, line: usize) -> Result<String, ConfigError> {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();

@@ -466,8 +466,13 @@ impl Conn {
         result
     }
 
-    fn emit(&mut self, frame: &[u8]) {
-        self.out.extend_from_slice(frame);
+    /// Queues an encoded frame; the first one of a batch becomes the output buffer itself.
+    fn emit(&mut self, frame: Vec<u8>) {
+        if self.out.is_empty() {
+            self.out = frame;
+        } else {
+            self.out.extend_from_slice(&frame);
+        }
         self.sent += 1;
         self.ctx.counters.sent.fetch_add(1, Ordering::Relaxed);
     }
@@ -520,7 +525,7 @@ impl Conn {
                     },
                     None,
                 );
-                self.emit(&frame);
+                self.emit(frame);
                 if err != ErrorCode::Ok {
                     return Err(Closed::Refused(format!(
                         "authentication with scheme {scheme} failed"
@@ -551,7 +556,7 @@ impl Conn {
                 Ok(())
             }
             request if request.is_write() => {
-                match self.to_txn(header.xid, header.op, request) {
+                match self.to_txn(header.xid, request) {
                     Ok(body) => {
                         let with_stat = match &body {
                             TxnBody::Multi(ops) => ops
@@ -616,15 +621,14 @@ impl Conn {
 
     /// The transaction of a write, or the error answer of a write refused before it is
     /// proposed (an unknown create flag, a create mode its op code does not allow).
-    fn to_txn(&self, xid: i32, op_code: i32, request: Request) -> Result<TxnBody, Vec<u8>> {
+    fn to_txn(&self, xid: i32, request: Request) -> Result<TxnBody, Vec<u8>> {
         match request {
             Request::CloseSession => Ok(TxnBody::CloseSession),
             Request::Multi(ops) => {
                 let mut txn_ops = Vec::with_capacity(ops.len());
                 let n = ops.len();
                 for (i, r) in ops.into_iter().enumerate() {
-                    let sub_op = r.op();
-                    match write_op(sub_op, r) {
+                    match write_op(r) {
                         Ok(o) => txn_ops.push(o),
                         Err(code) => {
                             // As ZooKeeper's multi: the ops before the failed one report Ok,
@@ -654,7 +658,7 @@ impl Conn {
                 }
                 Ok(TxnBody::Multi(txn_ops))
             }
-            r => write_op(op_code, r)
+            r => write_op(r)
                 .map(TxnBody::Op)
                 .map_err(|code| self.error_frame(xid, code)),
         }
@@ -675,7 +679,7 @@ impl Conn {
                     state: STATE_SYNC_CONNECTED,
                     path,
                 });
-                self.emit(&frame);
+                self.emit(frame);
                 Ok(())
             }
             Notice::Reply { cxid, zxid, result } => {
@@ -743,7 +747,7 @@ impl Conn {
             };
             match p {
                 Pending::Ready { frame, since } | Pending::Answered { frame, since } => {
-                    self.emit(&frame);
+                    self.emit(frame);
                     self.answered(since);
                 }
                 Pending::Sync {
@@ -763,7 +767,7 @@ impl Conn {
                         ),
                         _ => self.error_frame(xid, ErrorCode::ConnectionLoss),
                     };
-                    self.emit(&frame);
+                    self.emit(frame);
                     self.answered(since);
                 }
                 Pending::Read {
@@ -790,11 +794,15 @@ impl Conn {
                     }
                     let frame = self.serve_read(&mut st, xid, request);
                     drop(st);
-                    self.emit(&frame);
+                    self.emit(frame);
                     self.answered(since);
                 }
-                // Never popped: the loop returns at a pending write.
-                Pending::Write { .. } => return,
+                // Not reached (the loop returns at a pending write before popping it); put
+                // back rather than lost if it ever is.
+                p @ Pending::Write { .. } => {
+                    self.pending.push_front(p);
+                    return;
+                }
             }
         }
     }
@@ -1011,7 +1019,7 @@ impl Conn {
                 state: STATE_SYNC_CONNECTED,
                 path,
             });
-            self.emit(&frame);
+            self.emit(frame);
         }
     }
 }
@@ -1062,7 +1070,7 @@ fn read_children(
 
 /// The transaction operation of one write request, or the error ZooKeeper answers it with
 /// before it reaches the leader's pipeline.
-fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
+fn write_op(request: Request) -> Result<TxnOp, ErrorCode> {
     let create = |c: CreateRequest, must: fn(CreateMode) -> bool| -> Result<TxnOp, ErrorCode> {
         let mode = CreateMode::from_flags(c.flags).ok_or(ErrorCode::BadArguments)?;
         if !must(mode) {
@@ -1079,7 +1087,6 @@ fn write_op(op_code: i32, request: Request) -> Result<TxnOp, ErrorCode> {
             ttl,
         })
     };
-    let _ = op_code;
     match request {
         Request::Create(c) | Request::Create2(c) => create(c, |m| !m.is_ttl()),
         Request::CreateContainer(c) => create(c, |m| m == CreateMode::Container),

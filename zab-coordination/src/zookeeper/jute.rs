@@ -469,9 +469,11 @@ impl Writer {
     }
 }
 
-/// A length as jute writes it.
+/// A length as jute writes it. Saturates rather than panics: only a buffer or vector of more
+/// than 2^31 bytes or elements would exceed it, which no server holds (data is bounded by
+/// `jute.maxbuffer`) and which no client would accept either.
 fn wire_len(len: usize) -> i32 {
-    i32::try_from(len).expect("a jute length exceeds i32::MAX")
+    i32::try_from(len).unwrap_or(i32::MAX)
 }
 
 #[cfg(test)]

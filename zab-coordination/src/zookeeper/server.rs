@@ -78,8 +78,6 @@ pub struct ServerCounters {
     pub latency_min_us: AtomicU64,
     /// Largest request latency, µs.
     pub latency_max_us: AtomicU64,
-    /// Requests received and not answered yet.
-    pub outstanding: AtomicU64,
     /// Size of the last transaction proposed here, bytes (-1 before any).
     pub proposal_last: AtomicI64,
     /// Smallest transaction proposed here.
@@ -124,20 +122,6 @@ impl ServerCounters {
             self.latency_min_us.store(us, Ordering::Relaxed);
         } else {
             self.latency_min_us.fetch_min(us, Ordering::Relaxed);
-        }
-    }
-
-    /// Zeroes the counters (`srst`).
-    pub fn reset(&self) {
-        for c in [
-            &self.received,
-            &self.sent,
-            &self.answered,
-            &self.latency_total_us,
-            &self.latency_min_us,
-            &self.latency_max_us,
-        ] {
-            c.store(0, Ordering::Relaxed);
         }
     }
 }
