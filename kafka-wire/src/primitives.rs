@@ -227,6 +227,184 @@ macro_rules! over_chunk {
 }
 pub(crate) use over_chunk;
 
+// ---------------------------------------------------------------------------------------
+// fast readers over a contiguous input
+//
+// The generated decoders read a run of fields first with these readers over the input as one
+// byte slice, all inlined, so that the read position stays in a register; each returns `None`
+// where it does not take the common case (too few bytes, a long array, a null, a bad value),
+// and the decoder then reads the whole run again with the general readers above, which give
+// the same values or the typed error. They never decide anything the general readers would
+// decide otherwise.
+
+macro_rules! fast_fixed_width_reader {
+    ($($name:ident: $ty:ty;)*) => {$(
+        #[doc = concat!("Reads a big-endian `", stringify!($ty), "` from the front of `c`.")]
+        #[inline(always)]
+        pub fn $name(c: &mut &[u8]) -> Option<$ty> {
+            const N: usize = std::mem::size_of::<$ty>();
+            let (h, rest) = c.split_first_chunk::<N>()?;
+            *c = rest;
+            Some(<$ty>::from_be_bytes(*h))
+        }
+    )*};
+}
+
+fast_fixed_width_reader! {
+    fast_i8: i8;
+    fast_i16: i16;
+    fast_u16: u16;
+    fast_i32: i32;
+    fast_u32: u32;
+    fast_i64: i64;
+    fast_f64: f64;
+}
+
+/// Reads a `bool` from the front of `c` (any non-zero byte is true).
+#[inline(always)]
+pub fn fast_bool(c: &mut &[u8]) -> Option<bool> {
+    let (h, rest) = c.split_first()?;
+    *c = rest;
+    Some(*h != 0)
+}
+
+/// Reads a `uuid` from the front of `c`.
+#[inline(always)]
+pub fn fast_uuid(c: &mut &[u8]) -> Option<Uuid> {
+    let (h, rest) = c.split_first_chunk::<16>()?;
+    *c = rest;
+    Some(Uuid(*h))
+}
+
+/// Reads an unsigned varint from the front of `c` (`None` for a malformed one).
+#[inline(always)]
+pub fn fast_uvarint(c: &mut &[u8]) -> Option<u32> {
+    let s = *c;
+    let &b = s.first()?;
+    if b < 0x80 {
+        *c = &s[1..];
+        return Some(u32::from(b));
+    }
+    let mut v = 0u32;
+    for (i, &b) in s.iter().take(5).enumerate() {
+        v |= u32::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            if i == 4 && b > 0x0f {
+                return None;
+            }
+            *c = &s[i + 1..];
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Reads an array length from the front of `c`: unsigned varint minus one when compact,
+/// `int32` when not; `Some(None)` is null, `None` a length the general reader must judge.
+#[inline(always)]
+fn fast_array_len(c: &mut &[u8], compact: bool) -> Option<Option<usize>> {
+    if compact {
+        let v = fast_uvarint(c)?;
+        return Some(v.checked_sub(1).map(|l| l as usize));
+    }
+    match fast_i32(c)? {
+        -1 => Some(None),
+        l => usize::try_from(l).ok().map(Some),
+    }
+}
+
+/// Reads a nullable (compact) array of fixed-width elements of `N` bytes from the front of
+/// `c` (`Some(None)` is null).
+#[inline(always)]
+pub fn fast_nullable_fixed_array<T, const N: usize>(
+    c: &mut &[u8],
+    compact: bool,
+    elem: fn([u8; N]) -> T,
+) -> Option<Option<Vec<T>>> {
+    let Some(n) = fast_array_len(c, compact)? else {
+        return Some(None);
+    };
+    let bytes = c.get(..n.checked_mul(N)?)?;
+    let v = bytes
+        .chunks_exact(N)
+        .map(|e| elem(e.try_into().unwrap_or([0; N])))
+        .collect();
+    *c = &c[bytes.len()..];
+    Some(Some(v))
+}
+
+/// Reads a non-nullable (compact) array of fixed-width elements from the front of `c`.
+#[inline(always)]
+pub fn fast_fixed_array<T, const N: usize>(
+    c: &mut &[u8],
+    compact: bool,
+    elem: fn([u8; N]) -> T,
+) -> Option<Vec<T>> {
+    fast_nullable_fixed_array(c, compact, elem)?
+}
+
+/// Reads a (compact) array of up to four `int32` from the front of `c` (longer arrays and
+/// nulls are left to the general reader).
+///
+/// When 17 bytes are at hand the four slots are read without a branch on the count (slots
+/// past the length are not part of the value).
+#[inline(always)]
+pub fn fast_int32_array(c: &mut &[u8], compact: bool) -> Option<Int32Array> {
+    let (n, body) = if compact {
+        let (&b0, body) = c.split_first()?;
+        (usize::from(b0.wrapping_sub(1)), body)
+    } else {
+        let (h, body) = c.split_first_chunk::<4>()?;
+        (usize::try_from(i32::from_be_bytes(*h)).ok()?, body)
+    };
+    if n > 4 {
+        return None;
+    }
+    let mut inline = [0i32; 4];
+    if let Some(e) = body.first_chunk::<16>() {
+        for (k, slot) in inline.iter_mut().enumerate() {
+            let o = 4 * k;
+            *slot = i32::from_be_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+        }
+    } else {
+        let e = body.get(..4 * n)?;
+        for (slot, e) in inline.iter_mut().zip(e.chunks_exact(4)) {
+            *slot = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
+        }
+    }
+    *c = body.get(4 * n..)?;
+    Some(Int32Array::from_buf_and_len(inline, n))
+}
+
+/// Reads a nullable (compact) array of up to four `int32` from the front of `c`.
+#[inline(always)]
+pub fn fast_nullable_int32_array(c: &mut &[u8], compact: bool) -> Option<Option<Int32Array>> {
+    let mut probe = *c;
+    if fast_array_len(&mut probe, compact)?.is_none() {
+        *c = probe;
+        return Some(None);
+    }
+    fast_int32_array(c, compact).map(Some)
+}
+
+/// Reads a nullable (compact) array of structs from the front of `c` when it is null or
+/// empty, the usual case of the arrays this is used for; any other length is left to the
+/// general reader.
+#[inline(always)]
+pub fn fast_nullable_empty_array<T>(c: &mut &[u8], compact: bool) -> Option<Option<Vec<T>>> {
+    match fast_array_len(c, compact)? {
+        None => Some(None),
+        Some(0) => Some(Some(Vec::new())),
+        Some(_) => None,
+    }
+}
+
+/// Reads a non-nullable (compact) array of structs from the front of `c` when it is empty.
+#[inline(always)]
+pub fn fast_empty_array<T>(c: &mut &[u8], compact: bool) -> Option<Vec<T>> {
+    fast_nullable_empty_array(c, compact)?
+}
+
 /// Reads a nullable (compact) array whose elements take at least `min_elem` bytes each.
 ///
 /// The count is checked against the bytes that remain (times `min_elem`) before the vector

@@ -491,11 +491,116 @@ fn is_plain(t: &Ty) -> bool {
     }
 }
 
+/// Whether `f` is a nullable array of structs: such arrays are mostly null or empty (aborted
+/// transactions), which a run reads over the input slice; any other length makes the decoder
+/// read the run field by field.
+fn is_optional_struct_array(f: &Field) -> bool {
+    matches!(&f.ty, Ty::Array(inner) if matches!(**inner, Ty::Struct(_))) && is_option(f)
+}
+
+/// The expression reading field `f` from the slice `c` with the fast readers (including `?`,
+/// which gives up the fast read of the run).
+fn fast_expr(f: &Field, valid: &Range) -> String {
+    let nc = cond(&f.nullable.and(&f.versions), valid);
+    let opt = is_option(f);
+    let (nullable, plain) = match &f.ty {
+        Ty::Array(inner) => match &**inner {
+            Ty::Struct(_) => (
+                "fast_nullable_empty_array(c, flexible)?".to_string(),
+                "fast_empty_array(c, flexible)?".to_string(),
+            ),
+            Ty::Int32 => (
+                "fast_nullable_int32_array(c, flexible)?".to_string(),
+                "fast_int32_array(c, flexible)?".to_string(),
+            ),
+            t => {
+                let n = fixed_size(t).unwrap_or(0);
+                let conv = match t {
+                    Ty::Bool => format!("|b: [u8; {n}]| b[0] != 0"),
+                    Ty::Uuid => "Uuid".to_string(),
+                    t => format!("{}::from_be_bytes", elem_ty(t)),
+                };
+                (
+                    format!("fast_nullable_fixed_array(c, flexible, {conv})?"),
+                    format!("fast_fixed_array(c, flexible, {conv})?"),
+                )
+            }
+        },
+        Ty::Bool => return "fast_bool(c)?".into(),
+        Ty::Uuid => return "fast_uuid(c)?".into(),
+        t => return format!("fast_{}(c)?", elem_ty(t)),
+    };
+    if !opt {
+        return plain;
+    }
+    match nc {
+        Cond::Always => nullable,
+        Cond::Never => format!("Some({plain})"),
+        Cond::Expr(e) => format!("if {e} {{ {nullable} }} else {{ Some({plain}) }}"),
+    }
+}
+
+/// Statements reading `fields` from the slice `c` with the fast readers (runs of fixed-width
+/// fields with one length check).
+fn fast_read_fields(out: &mut String, fields: &[&Field], valid: &Range) {
+    let runs = fixed_runs(fields, valid);
+    for (i, f) in fields.iter().enumerate() {
+        if let Some(&(a, b)) = runs.iter().find(|r| r.0 <= i && i < r.1) {
+            if a == i {
+                let run = &fields[a..b];
+                let total: usize = run.iter().filter_map(|f| fixed_size(&f.ty)).sum();
+                let _ = writeln!(
+                    out,
+                    "        {{\n            let (h, r) = c.split_first_chunk::<{total}>()?;\n            *c = r;"
+                );
+                let mut o = 0;
+                for f in run {
+                    let n = fixed_size(&f.ty).unwrap_or(0);
+                    let bytes = (o..o + n)
+                        .map(|k| format!("h[{k}]"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let expr = match f.ty {
+                        Ty::Bool => format!("h[{o}] != 0"),
+                        Ty::Uuid => format!("Uuid([{bytes}])"),
+                        ref t => format!("{}::from_be_bytes([{bytes}])", elem_ty(t)),
+                    };
+                    let _ = writeln!(out, "            this.{} = {expr};", snake(&f.name));
+                    o += n;
+                }
+                out.push_str("        }\n");
+            }
+            continue;
+        }
+        let fname = snake(&f.name);
+        match cond(&f.versions, valid) {
+            Cond::Never => {}
+            Cond::Always => {
+                let _ = writeln!(
+                    out,
+                    "        this.{fname} = {};",
+                    fast_expr(f, &valid.and(&f.versions))
+                );
+            }
+            Cond::Expr(e) => {
+                let _ = writeln!(
+                    out,
+                    "        if {e} {{\n            this.{fname} = {};\n        }}",
+                    fast_expr(f, &valid.and(&f.versions))
+                );
+            }
+        }
+    }
+}
+
 /// Runs of consecutive plain fields (see [`is_plain`]) present at some valid version, as
 /// (start, end) indexes into `fields`: two or more fields, or one at the end of the struct
 /// when the struct has flexible versions (the run then also reads the tag count).
 fn plain_runs(fields: &[&Field], valid: &Range, has_flexible: bool) -> Vec<(usize, usize)> {
-    let plain = |f: &Field| is_plain(&f.ty) && !matches!(cond(&f.versions, valid), Cond::Never);
+    let plain = |f: &Field| {
+        (is_plain(&f.ty) || is_optional_struct_array(f))
+            && !matches!(cond(&f.versions, valid), Cond::Never)
+    };
     let mut runs = Vec::new();
     let mut i = 0;
     while i < fields.len() {
@@ -689,6 +794,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     // a run at the end of the struct also reads the tag count, which it returns.
     let runs = plain_runs(&non_tagged, valid, !spec.flexible.is_empty());
     let mut tag_count_read = false;
+    let mut slow_fns = String::new();
     let mut i = 0;
     while i < non_tagged.len() {
         let Some(&(a, b)) = runs.iter().find(|r| r.0 == i) else {
@@ -696,18 +802,67 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
             i += 1;
             continue;
         };
-        let mut body = String::new();
-        read_fields(&mut body, &non_tagged[a..b], valid, "b");
-        if b == non_tagged.len() && !spec.flexible.is_empty() {
+        let run = &non_tagged[a..b];
+        let end = b;
+        let ends = end == non_tagged.len() && !spec.flexible.is_empty();
+        // A run with an array of structs is read again through `buf` itself (so that byte
+        // fields inside its elements stay slices of the input), else over the input chunk.
+        let via_buf = run.iter().any(|f| is_optional_struct_array(f));
+        let rb = if via_buf { "buf" } else { "b" };
+        let mut slow = String::new();
+        read_fields(&mut slow, &non_tagged[a..end], valid, rb);
+        if ends {
             tag_count_read = true;
-            body.push_str("        if flexible { get_uvarint(b)? } else { 0 }\n");
-            out.push_str("        let tag_count = over_chunk!(buf, |b| {\n");
-        } else {
-            out.push_str("        over_chunk!(buf, |b| {\n");
+            let _ = writeln!(
+                slow,
+                "        if flexible {{ get_uvarint({rb})? }} else {{ 0 }}"
+            );
         }
-        out.push_str(&indent4(&body));
-        out.push_str("        });\n");
-        i = b;
+        let mut fast = String::new();
+        fast_read_fields(&mut fast, run, valid);
+        out.push_str(
+            "        // The run read over the input as one slice with the read position in a\n        \
+             // register; when that gives up, field by field.\n        \
+             let fast = (|| -> Option<(usize, u32)> {\n            \
+             let chunk = buf.chunk();\n            \
+             if chunk.len() != buf.remaining() {\n                return None;\n            }\n            \
+             let mut rest: &[u8] = chunk;\n            let c = &mut rest;\n",
+        );
+        out.push_str(&indent4(&fast));
+        if ends {
+            out.push_str(
+                "            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };\n",
+            );
+        } else {
+            out.push_str("            let tag_count = 0;\n");
+        }
+        out.push_str("            Some((chunk.len() - c.len(), tag_count))\n        })();\n");
+        let slow_block = if via_buf {
+            format!("{{\n{}        }}", indent4(&slow))
+        } else {
+            format!("over_chunk!(buf, |b| {{\n{}        }})", indent4(&slow))
+        };
+        // The field-by-field read is a function of its own, out of the way of the fast one's
+        // registers.
+        let slow_fn = format!("decode_run_{a}");
+        let value = if ends { "let tag_count = " } else { "" };
+        let ret = if ends { "tag_count" } else { "0" };
+        let _ = writeln!(
+            slow_fns,
+            "\n    /// Reads `{}` to `{}` field by field (where the read over one slice gives up).\n    \
+             #[cold]\n    #[inline(never)]\n    #[allow(unused_variables)]\n    \
+             fn {slow_fn}<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {{\n        \
+             let flexible = {flex_test};\n        {value}{slow_block};\n        Ok({ret})\n    }}",
+            snake(&non_tagged[a].name),
+            snake(&non_tagged[end - 1].name),
+        );
+        let _ = writeln!(
+            out,
+            "        {value}match fast {{\n            Some((used, tag_count)) => {{\n                \
+             buf.advance(used);\n                tag_count\n            }}\n            \
+             None => Self::{slow_fn}(this, buf, version)?,\n        }};"
+        );
+        i = end;
     }
     let mut tagged: Vec<&Field> = st.fields.iter().filter(|f| f.tag.is_some()).collect();
     tagged.sort_by_key(|f| f.tag.map(|t| t.0));
@@ -755,7 +910,9 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
              std::mem::swap(&mut this.{a}, &mut this.{b});\n        }}"
         );
     }
-    out.push_str("        Ok(())\n    }\n}\n\n");
+    out.push_str("        Ok(())\n    }\n");
+    out.push_str(&slow_fns);
+    out.push_str("}\n\n");
 
     // Encode
     let small = small_structs(spec);
@@ -951,7 +1108,7 @@ pub fn message_file(spec: &Spec) -> Result<String, String> {
     let _ = writeln!(
         out,
         "\n//! `{}` ({what}): versions {}, flexible versions {flex}.\n\n\
-         #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]\n#![allow(unused_imports{extra_allow})]\n\n\
+         #![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]\n#![allow(unused_imports{extra_allow})]\n\n\
          use bytes::{{Buf, Bytes}};\nuse bytestring::ByteString;\n\n\
          use crate::api::ApiKey;\nuse crate::encode::{{BufferedWriter, DataRecord, Decode, Encode, LenCounter, Message, WireWrite}};\n\
          use crate::primitives::*;\nuse crate::varint::get_unsigned_varint;\nuse crate::{{DecodeError, EncodeError}};\n",

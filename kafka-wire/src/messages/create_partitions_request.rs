@@ -3,7 +3,7 @@
 
 //! `CreatePartitionsRequest` (api key 37): versions 0-3, flexible versions 2+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -77,6 +77,46 @@ impl CreatePartitionsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topics = get_struct_array(buf, flexible, CreatePartitionsTopic::min_len(version), "topics", |b, slot: &mut CreatePartitionsTopic| CreatePartitionsTopic::decode_into(slot, b, version))?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<5>()?;
+                *c = r;
+                this.timeout_ms = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.validate_only = h[4] != 0;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `timeout_ms` to `validate_only` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
         let tag_count = over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -91,13 +131,7 @@ impl CreatePartitionsRequest {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -193,10 +227,26 @@ impl CreatePartitionsAssignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        let tag_count = over_chunk!(buf, |b| {
-            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.broker_ids = fast_int32_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -204,6 +254,19 @@ impl CreatePartitionsAssignment {
             }
         }
         Ok(())
+    }
+
+    /// Reads `broker_ids` to `broker_ids` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = over_chunk!(buf, |b| {
+            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -294,16 +357,48 @@ impl CreatePartitionsTopic {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.name = get_string(buf, flexible, "name")?;
-        this.count = get_i32(buf)?;
-        this.assignments = get_nullable_struct_array(buf, flexible, CreatePartitionsAssignment::min_len(version), "assignments", |b, slot: &mut CreatePartitionsAssignment| CreatePartitionsAssignment::decode_into(slot, b, version))?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.count = fast_i32(c)?;
+            this.assignments = fast_nullable_empty_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
         Ok(())
+    }
+
+    /// Reads `count` to `assignments` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = {
+            this.count = get_i32(buf)?;
+            this.assignments = get_nullable_struct_array(buf, flexible, CreatePartitionsAssignment::min_len(version), "assignments", |b, slot: &mut CreatePartitionsAssignment| CreatePartitionsAssignment::decode_into(slot, b, version))?;
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `CreateTopicsRequest` (api key 19): versions 0-7, flexible versions 5+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -79,13 +79,29 @@ impl CreateTopicsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.topics = get_struct_array(buf, flexible, CreatableTopic::min_len(version), "topics", |b, slot: &mut CreatableTopic| CreatableTopic::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.timeout_ms = get_i32(b)?;
-            if version >= 1 {
-                this.validate_only = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.timeout_ms = fast_i32(c)?;
+            if version >= 1 {
+                this.validate_only = fast_bool(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -93,6 +109,22 @@ impl CreateTopicsRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `timeout_ms` to `validate_only` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if version >= 1 {
+                this.validate_only = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -196,11 +228,27 @@ impl CreatableReplicaAssignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
-        let tag_count = over_chunk!(buf, |b| {
-            this.partition_index = get_i32(b)?;
-            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.partition_index = fast_i32(c)?;
+            this.broker_ids = fast_int32_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -208,6 +256,20 @@ impl CreatableReplicaAssignment {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_index` to `broker_ids` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            this.broker_ids = get_int32_array(b, flexible, "broker_ids")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -407,6 +469,49 @@ impl CreatableTopic {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.name = get_string(buf, flexible, "name")?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<6>()?;
+                *c = r;
+                this.num_partitions = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.replication_factor = i16::from_be_bytes([h[4], h[5]]);
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        this.assignments = get_struct_array(buf, flexible, CreatableReplicaAssignment::min_len(version), "assignments", |b, slot: &mut CreatableReplicaAssignment| CreatableReplicaAssignment::decode_into(slot, b, version))?;
+        this.configs = get_struct_array(buf, flexible, CreatableTopicConfig::min_len(version), "configs", |b, slot: &mut CreatableTopicConfig| CreatableTopicConfig::decode_into(slot, b, version))?;
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `num_partitions` to `replication_factor` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -420,16 +525,7 @@ impl CreatableTopic {
                 }
             }
         });
-        this.assignments = get_struct_array(buf, flexible, CreatableReplicaAssignment::min_len(version), "assignments", |b, slot: &mut CreatableReplicaAssignment| CreatableReplicaAssignment::decode_into(slot, b, version))?;
-        this.configs = get_struct_array(buf, flexible, CreatableTopicConfig::min_len(version), "configs", |b, slot: &mut CreatableTopicConfig| CreatableTopicConfig::decode_into(slot, b, version))?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 

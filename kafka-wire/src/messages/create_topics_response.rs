@@ -3,7 +3,7 @@
 
 //! `CreateTopicsResponse` (api key 19): versions 0-7, flexible versions 5+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -217,6 +217,49 @@ impl CreatableTopicConfigs {
         if version >= 5 {
             this.value = get_nullable_string(buf, flexible, "value")?;
         }
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 5 {
+                this.read_only = fast_bool(c)?;
+            }
+            if version >= 5 {
+                this.config_source = fast_i8(c)?;
+            }
+            if version >= 5 {
+                this.is_sensitive = fast_bool(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `read_only` to `is_sensitive` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 5 {
                 this.read_only = get_bool(b)?;
@@ -229,13 +272,7 @@ impl CreatableTopicConfigs {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -401,28 +438,61 @@ impl CreatableTopicResult {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.name = get_string(buf, flexible, "name")?;
-        over_chunk!(buf, |b| {
-            if version >= 7 {
-                this.topic_id = get_uuid(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.error_code = get_i16(b)?;
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 7 {
+                this.topic_id = fast_uuid(c)?;
+            }
+            this.error_code = fast_i16(c)?;
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         if version >= 1 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             if version >= 5 {
-                this.num_partitions = get_i32(b)?;
+                this.num_partitions = fast_i32(c)?;
             }
             if version >= 5 {
-                this.replication_factor = get_i16(b)?;
+                this.replication_factor = fast_i16(c)?;
             }
-        });
-        if version >= 5 {
-            this.configs = get_nullable_struct_array(buf, flexible, CreatableTopicConfigs::min_len(version), "configs", |b, slot: &mut CreatableTopicConfigs| CreatableTopicConfigs::decode_into(slot, b, version))?;
-        }
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
+            if version >= 5 {
+                this.configs = fast_nullable_empty_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_4(this, buf, version)?,
+        };
+        {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 match tag {
@@ -434,6 +504,42 @@ impl CreatableTopicResult {
             }
         }
         Ok(())
+    }
+
+    /// Reads `topic_id` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        over_chunk!(buf, |b| {
+            if version >= 7 {
+                this.topic_id = get_uuid(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
+        Ok(0)
+    }
+
+    /// Reads `num_partitions` to `configs` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_4<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        let tag_count = {
+            if version >= 5 {
+                this.num_partitions = get_i32(buf)?;
+            }
+            if version >= 5 {
+                this.replication_factor = get_i16(buf)?;
+            }
+            if version >= 5 {
+                this.configs = get_nullable_struct_array(buf, flexible, CreatableTopicConfigs::min_len(version), "configs", |b, slot: &mut CreatableTopicConfigs| CreatableTopicConfigs::decode_into(slot, b, version))?;
+            }
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 

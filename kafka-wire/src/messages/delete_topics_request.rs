@@ -3,7 +3,7 @@
 
 //! `DeleteTopicsRequest` (api key 20): versions 0-6, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -86,10 +86,26 @@ impl DeleteTopicsRequest {
         if version <= 5 {
             this.topic_names = get_array(buf, flexible, if flexible { 1 } else { 2 }, "topic_names", |b| get_string(b, flexible, "topic_names"))?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            this.timeout_ms = get_i32(b)?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.timeout_ms = fast_i32(c)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -97,6 +113,19 @@ impl DeleteTopicsRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `timeout_ms` to `timeout_ms` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            this.timeout_ms = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -216,12 +245,28 @@ impl DeleteTopicState {
         if version >= 6 {
             this.name = get_nullable_string(buf, flexible, "name")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 6 {
-                this.topic_id = get_uuid(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 6 {
+                this.topic_id = fast_uuid(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -229,6 +274,21 @@ impl DeleteTopicState {
             }
         }
         Ok(())
+    }
+
+    /// Reads `topic_id` to `topic_id` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 6 {
+                this.topic_id = get_uuid(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

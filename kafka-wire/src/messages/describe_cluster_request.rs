@@ -3,7 +3,7 @@
 
 //! `DescribeClusterRequest` (api key 60): versions 0-1, flexible versions 0+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -72,13 +72,29 @@ impl DescribeClusterRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        let tag_count = over_chunk!(buf, |b| {
-            this.include_cluster_authorized_operations = get_bool(b)?;
-            if version >= 1 {
-                this.endpoint_type = get_i8(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.include_cluster_authorized_operations = fast_bool(c)?;
+            if version >= 1 {
+                this.endpoint_type = fast_i8(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -86,6 +102,22 @@ impl DescribeClusterRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `include_cluster_authorized_operations` to `endpoint_type` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 0;
+        let tag_count = over_chunk!(buf, |b| {
+            this.include_cluster_authorized_operations = get_bool(b)?;
+            if version >= 1 {
+                this.endpoint_type = get_i8(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

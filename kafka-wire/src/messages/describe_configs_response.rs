@@ -3,7 +3,7 @@
 
 //! `DescribeConfigsResponse` (api key 32): versions 0-4, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -193,12 +193,28 @@ impl DescribeConfigsSynonym {
         if version >= 1 {
             this.value = get_nullable_string(buf, flexible, "value")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.source = get_i8(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.source = fast_i8(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -206,6 +222,21 @@ impl DescribeConfigsSynonym {
             }
         }
         Ok(())
+    }
+
+    /// Reads `source` to `source` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.source = get_i8(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -365,16 +396,33 @@ impl DescribeConfigsResourceResult {
         let flexible = version >= 4;
         this.name = get_string(buf, flexible, "name")?;
         this.value = get_nullable_string(buf, flexible, "value")?;
-        over_chunk!(buf, |b| {
-            this.read_only = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.read_only = fast_bool(c)?;
             if version <= 0 {
-                this.is_default = get_bool(b)?;
+                this.is_default = fast_bool(c)?;
             }
             if version >= 1 {
-                this.config_source = get_i8(b)?;
+                this.config_source = fast_i8(c)?;
             }
-            this.is_sensitive = get_bool(b)?;
-        });
+            this.is_sensitive = fast_bool(c)?;
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
         if version >= 1 {
             this.synonyms = get_struct_array(buf, flexible, DescribeConfigsSynonym::min_len(version), "synonyms", |b, slot: &mut DescribeConfigsSynonym| DescribeConfigsSynonym::decode_into(slot, b, version))?;
         }
@@ -392,6 +440,25 @@ impl DescribeConfigsResourceResult {
             }
         }
         Ok(())
+    }
+
+    /// Reads `read_only` to `is_sensitive` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            this.read_only = get_bool(b)?;
+            if version <= 0 {
+                this.is_default = get_bool(b)?;
+            }
+            if version >= 1 {
+                this.config_source = get_i8(b)?;
+            }
+            this.is_sensitive = get_bool(b)?;
+        });
+        Ok(0)
     }
 }
 

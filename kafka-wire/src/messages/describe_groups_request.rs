@@ -3,7 +3,7 @@
 
 //! `DescribeGroupsRequest` (api key 15): versions 0-5, flexible versions 5+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -73,12 +73,28 @@ impl DescribeGroupsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 5;
         this.groups = get_array(buf, flexible, if flexible { 1 } else { 2 }, "groups", |b| get_string(b, flexible, "groups"))?;
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 3 {
-                this.include_authorized_operations = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 3 {
+                this.include_authorized_operations = fast_bool(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -86,6 +102,21 @@ impl DescribeGroupsRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `include_authorized_operations` to `include_authorized_operations` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.include_authorized_operations = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `DescribeGroupsResponse` (api key 15): versions 0-5, flexible versions 5+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -359,12 +359,28 @@ impl DescribedGroup {
         this.protocol_type = get_string(buf, flexible, "protocol_type")?;
         this.protocol_data = get_string(buf, flexible, "protocol_data")?;
         this.members = get_struct_array(buf, flexible, DescribedGroupMember::min_len(version), "members", |b, slot: &mut DescribedGroupMember| DescribedGroupMember::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 3 {
-                this.authorized_operations = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 3 {
+                this.authorized_operations = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_6(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -372,6 +388,21 @@ impl DescribedGroup {
             }
         }
         Ok(())
+    }
+
+    /// Reads `authorized_operations` to `authorized_operations` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_6<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 5;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.authorized_operations = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

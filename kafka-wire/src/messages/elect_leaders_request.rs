@@ -3,7 +3,7 @@
 
 //! `ElectLeadersRequest` (api key 43): versions 0-2, flexible versions 2+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -78,14 +78,30 @@ impl ElectLeadersRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        if version >= 1 {
-            this.election_type = get_i8(buf)?;
-        }
-        this.topic_partitions = get_nullable_struct_array(buf, flexible, TopicPartitions::min_len(version), "topic_partitions", |b, slot: &mut TopicPartitions| TopicPartitions::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.timeout_ms = get_i32(b)?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.election_type = fast_i8(c)?;
+            }
+            this.topic_partitions = fast_nullable_empty_array(c, flexible)?;
+            this.timeout_ms = fast_i32(c)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -93,6 +109,23 @@ impl ElectLeadersRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `election_type` to `timeout_ms` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = {
+            if version >= 1 {
+                this.election_type = get_i8(buf)?;
+            }
+            this.topic_partitions = get_nullable_struct_array(buf, flexible, TopicPartitions::min_len(version), "topic_partitions", |b, slot: &mut TopicPartitions| TopicPartitions::decode_into(slot, b, version))?;
+            this.timeout_ms = get_i32(buf)?;
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 
@@ -204,10 +237,26 @@ impl TopicPartitions {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
         this.topic = get_string(buf, flexible, "topic")?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.partitions = get_int32_array(b, flexible, "partitions")?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.partitions = fast_int32_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -215,6 +264,19 @@ impl TopicPartitions {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partitions` to `partitions` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = over_chunk!(buf, |b| {
+            this.partitions = get_int32_array(b, flexible, "partitions")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `ElectLeadersResponse` (api key 43): versions 0-2, flexible versions 2+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -78,12 +78,29 @@ impl ElectLeadersResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        over_chunk!(buf, |b| {
-            this.throttle_time_ms = get_i32(b)?;
-            if version >= 1 {
-                this.error_code = get_i16(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.throttle_time_ms = fast_i32(c)?;
+            if version >= 1 {
+                this.error_code = fast_i16(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         this.replica_election_results = get_struct_array(buf, flexible, ReplicaElectionResult::min_len(version), "replica_election_results", |b, slot: &mut ReplicaElectionResult| ReplicaElectionResult::decode_into(slot, b, version))?;
         if flexible {
             let tag_count = get_uvarint(buf)?;
@@ -93,6 +110,21 @@ impl ElectLeadersResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        over_chunk!(buf, |b| {
+            this.throttle_time_ms = get_i32(b)?;
+            if version >= 1 {
+                this.error_code = get_i16(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -202,6 +234,48 @@ impl PartitionResult {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<6>()?;
+                *c = r;
+                this.partition_id = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.error_code = i16::from_be_bytes([h[4], h[5]]);
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        this.error_message = get_nullable_string(buf, flexible, "error_message")?;
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `partition_id` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -215,15 +289,7 @@ impl PartitionResult {
                 }
             }
         });
-        this.error_message = get_nullable_string(buf, flexible, "error_message")?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `FetchRequest` (api key 1): versions 0-17, flexible versions 12+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -142,6 +142,77 @@ impl FetchRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version <= 14 {
+                this.replica_id = fast_i32(c)?;
+            }
+            {
+                let (h, r) = c.split_first_chunk::<8>()?;
+                *c = r;
+                this.max_wait_ms = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.min_bytes = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+            }
+            if version >= 3 {
+                this.max_bytes = fast_i32(c)?;
+            }
+            if version >= 4 {
+                this.isolation_level = fast_i8(c)?;
+            }
+            if version >= 7 {
+                this.session_id = fast_i32(c)?;
+            }
+            if version >= 7 {
+                this.session_epoch = fast_i32(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        this.topics = get_struct_array(buf, flexible, FetchTopic::min_len(version), "topics", |b, slot: &mut FetchTopic| FetchTopic::decode_into(slot, b, version))?;
+        if version >= 7 {
+            this.forgotten_topics_data = get_struct_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b, slot: &mut ForgottenTopic| ForgottenTopic::decode_into(slot, b, version))?;
+        }
+        if version >= 11 {
+            this.rack_id = get_string(buf, flexible, "rack_id")?;
+        }
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                match tag {
+                    0 if version >= 12 => {
+                        this.cluster_id = get_tagged(buf, size, |b| Ok(get_nullable_string(b, flexible, "cluster_id")?))?;
+                    }
+                    1 if version >= 15 => {
+                        this.replica_state = get_tagged(buf, size, |b| Ok(ReplicaState::decode(b, version)?))?;
+                    }
+                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `replica_id` to `session_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         over_chunk!(buf, |b| {
             if version <= 14 {
                 this.replica_id = get_i32(b)?;
@@ -170,29 +241,7 @@ impl FetchRequest {
                 this.session_epoch = get_i32(b)?;
             }
         });
-        this.topics = get_struct_array(buf, flexible, FetchTopic::min_len(version), "topics", |b, slot: &mut FetchTopic| FetchTopic::decode_into(slot, b, version))?;
-        if version >= 7 {
-            this.forgotten_topics_data = get_struct_array(buf, flexible, ForgottenTopic::min_len(version), "forgotten_topics_data", |b, slot: &mut ForgottenTopic| ForgottenTopic::decode_into(slot, b, version))?;
-        }
-        if version >= 11 {
-            this.rack_id = get_string(buf, flexible, "rack_id")?;
-        }
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                match tag {
-                    0 if version >= 12 => {
-                        this.cluster_id = get_tagged(buf, size, |b| Ok(get_nullable_string(b, flexible, "cluster_id")?))?;
-                    }
-                    1 if version >= 15 => {
-                        this.replica_state = get_tagged(buf, size, |b| Ok(ReplicaState::decode(b, version)?))?;
-                    }
-                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
-                }
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -386,6 +435,46 @@ impl ReplicaState {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 15 {
+                this.replica_id = fast_i32(c)?;
+            }
+            if version >= 15 {
+                this.replica_epoch = fast_i64(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `replica_id` to `replica_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 15 {
                 this.replica_id = get_i32(b)?;
@@ -395,13 +484,7 @@ impl ReplicaState {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -534,6 +617,57 @@ impl FetchPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.partition = fast_i32(c)?;
+            if version >= 9 {
+                this.current_leader_epoch = fast_i32(c)?;
+            }
+            this.fetch_offset = fast_i64(c)?;
+            if version >= 12 {
+                this.last_fetched_epoch = fast_i32(c)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = fast_i64(c)?;
+            }
+            this.partition_max_bytes = fast_i32(c)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                match tag {
+                    0 if version >= 17 => {
+                        this.replica_directory_id = get_tagged(buf, size, |b| Ok(get_uuid(b)?))?;
+                    }
+                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `partition` to `partition_max_bytes` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             this.partition = get_i32(b)?;
             if version >= 9 {
@@ -549,18 +683,7 @@ impl FetchPartition {
             this.partition_max_bytes = get_i32(b)?;
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                match tag {
-                    0 if version >= 17 => {
-                        this.replica_directory_id = get_tagged(buf, size, |b| Ok(get_uuid(b)?))?;
-                    }
-                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
-                }
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -826,6 +949,46 @@ impl ForgottenTopic {
         if (7..=12).contains(&version) {
             this.topic = get_string(buf, flexible, "topic")?;
         }
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 13 {
+                this.topic_id = fast_uuid(c)?;
+            }
+            if version >= 7 {
+                this.partitions = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `topic_id` to `partitions` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 13 {
                 this.topic_id = get_uuid(b)?;
@@ -835,13 +998,7 @@ impl ForgottenTopic {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 

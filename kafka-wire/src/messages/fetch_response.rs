@@ -3,7 +3,7 @@
 
 //! `FetchResponse` (api key 1): versions 0-17, flexible versions 12+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -93,17 +93,34 @@ impl FetchResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             if version >= 1 {
-                this.throttle_time_ms = get_i32(b)?;
+                this.throttle_time_ms = fast_i32(c)?;
             }
             if version >= 7 {
-                this.error_code = get_i16(b)?;
+                this.error_code = fast_i16(c)?;
             }
             if version >= 7 {
-                this.session_id = get_i32(b)?;
+                this.session_id = fast_i32(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         this.responses = get_struct_array(buf, flexible, FetchableTopicResponse::min_len(version), "responses", |b, slot: &mut FetchableTopicResponse| FetchableTopicResponse::decode_into(slot, b, version))?;
         if flexible {
             let tag_count = get_uvarint(buf)?;
@@ -118,6 +135,26 @@ impl FetchResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `session_id` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if version >= 7 {
+                this.error_code = get_i16(b)?;
+            }
+            if version >= 7 {
+                this.session_id = get_i32(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -267,6 +304,46 @@ impl EpochEndOffset {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 12 {
+                this.epoch = fast_i32(c)?;
+            }
+            if version >= 12 {
+                this.end_offset = fast_i64(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `epoch` to `end_offset` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 12 {
                 this.epoch = get_i32(b)?;
@@ -276,13 +353,7 @@ impl EpochEndOffset {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -384,6 +455,46 @@ impl LeaderIdAndEpoch {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 12 {
+                this.leader_id = fast_i32(c)?;
+            }
+            if version >= 12 {
+                this.leader_epoch = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `leader_id` to `leader_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 12 {
                 this.leader_id = get_i32(b)?;
@@ -393,13 +504,7 @@ impl LeaderIdAndEpoch {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -497,6 +602,46 @@ impl SnapshotId {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<12>()?;
+                *c = r;
+                this.end_offset = i64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+                this.epoch = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `end_offset` to `epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -511,13 +656,7 @@ impl SnapshotId {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -611,6 +750,46 @@ impl AbortedTransaction {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 4 {
+                this.producer_id = fast_i64(c)?;
+            }
+            if version >= 4 {
+                this.first_offset = fast_i64(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `producer_id` to `first_offset` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 4 {
                 this.producer_id = get_i64(b)?;
@@ -620,13 +799,7 @@ impl AbortedTransaction {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -783,33 +956,44 @@ impl PartitionData {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 12;
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             {
-                let c = b.chunk();
-                if c.len() >= 14 {
-                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
-                    this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
-                    b.advance(14);
-                } else {
-                    this.partition_index = get_i32(b)?;
-                    this.error_code = get_i16(b)?;
-                    this.high_watermark = get_i64(b)?;
-                }
+                let (h, r) = c.split_first_chunk::<14>()?;
+                *c = r;
+                this.partition_index = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.error_code = i16::from_be_bytes([h[4], h[5]]);
+                this.high_watermark = i64::from_be_bytes([h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13]]);
             }
             if version >= 4 {
-                this.last_stable_offset = get_i64(b)?;
+                this.last_stable_offset = fast_i64(c)?;
             }
             if version >= 5 {
-                this.log_start_offset = get_i64(b)?;
+                this.log_start_offset = fast_i64(c)?;
             }
-        });
-        if version >= 4 {
-            this.aborted_transactions = get_nullable_struct_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b, slot: &mut AbortedTransaction| AbortedTransaction::decode_into(slot, b, version))?;
-        }
-        if version >= 11 {
-            this.preferred_read_replica = get_i32(buf)?;
-        }
+            if version >= 4 {
+                this.aborted_transactions = fast_nullable_empty_array(c, flexible)?;
+            }
+            if version >= 11 {
+                this.preferred_read_replica = fast_i32(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         this.records = get_nullable_bytes(buf, flexible, "records")?;
         if flexible {
             let tag_count = get_uvarint(buf)?;
@@ -830,6 +1014,42 @@ impl PartitionData {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_index` to `preferred_read_replica` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 12;
+        {
+            {
+                let c = buf.chunk();
+                if c.len() >= 14 {
+                    this.partition_index = i32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+                    this.error_code = i16::from_be_bytes([c[4], c[5]]);
+                    this.high_watermark = i64::from_be_bytes([c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]]);
+                    buf.advance(14);
+                } else {
+                    this.partition_index = get_i32(buf)?;
+                    this.error_code = get_i16(buf)?;
+                    this.high_watermark = get_i64(buf)?;
+                }
+            }
+            if version >= 4 {
+                this.last_stable_offset = get_i64(buf)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = get_i64(buf)?;
+            }
+            if version >= 4 {
+                this.aborted_transactions = get_nullable_struct_array(buf, flexible, AbortedTransaction::min_len(version), "aborted_transactions", |b, slot: &mut AbortedTransaction| AbortedTransaction::decode_into(slot, b, version))?;
+            }
+            if version >= 11 {
+                this.preferred_read_replica = get_i32(buf)?;
+            }
+        };
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `FindCoordinatorResponse` (api key 10): versions 0-6, flexible versions 3+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -114,14 +114,31 @@ impl FindCoordinatorResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 3;
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             if version >= 1 {
-                this.throttle_time_ms = get_i32(b)?;
+                this.throttle_time_ms = fast_i32(c)?;
             }
             if version <= 3 {
-                this.error_code = get_i16(b)?;
+                this.error_code = fast_i16(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if (1..=3).contains(&version) {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
@@ -145,6 +162,23 @@ impl FindCoordinatorResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 3;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if version <= 3 {
+                this.error_code = get_i16(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -337,14 +371,31 @@ impl Coordinator {
         if version >= 4 {
             this.host = get_string(buf, flexible, "host")?;
         }
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             if version >= 4 {
-                this.port = get_i32(b)?;
+                this.port = fast_i32(c)?;
             }
             if version >= 4 {
-                this.error_code = get_i16(b)?;
+                this.error_code = fast_i16(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_3(this, buf, version)?,
+        };
         if version >= 4 {
             this.error_message = get_nullable_string(buf, flexible, "error_message")?;
         }
@@ -356,6 +407,23 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+
+    /// Reads `port` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_3<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 3;
+        over_chunk!(buf, |b| {
+            if version >= 4 {
+                this.port = get_i32(b)?;
+            }
+            if version >= 4 {
+                this.error_code = get_i16(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `GroupMetadataKey` (a versioned data record): versions 2, flexible versions none.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports, unused_variables)]
 
 use bytes::{Buf, Bytes};

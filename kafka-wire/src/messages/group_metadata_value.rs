@@ -3,7 +3,7 @@
 
 //! `GroupMetadataValue` (a versioned data record): versions 0-4, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -264,12 +264,29 @@ impl MemberMetadata {
         }
         this.client_id = get_string(buf, flexible, "client_id")?;
         this.client_host = get_string(buf, flexible, "client_host")?;
-        over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.rebalance_timeout = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.session_timeout = get_i32(b)?;
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.rebalance_timeout = fast_i32(c)?;
+            }
+            this.session_timeout = fast_i32(c)?;
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_4(this, buf, version)?,
+        };
         this.subscription = get_bytes(buf, flexible, "subscription")?;
         this.assignment = get_bytes(buf, flexible, "assignment")?;
         if flexible {
@@ -280,6 +297,21 @@ impl MemberMetadata {
             }
         }
         Ok(())
+    }
+
+    /// Reads `rebalance_timeout` to `session_timeout` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_4<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.rebalance_timeout = get_i32(b)?;
+            }
+            this.session_timeout = get_i32(b)?;
+        });
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `IncrementalAlterConfigsRequest` (api key 44): versions 0-1, flexible versions 1+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -71,10 +71,26 @@ impl IncrementalAlterConfigsRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 1;
         this.resources = get_struct_array(buf, flexible, AlterConfigsResource::min_len(version), "resources", |b, slot: &mut AlterConfigsResource| AlterConfigsResource::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.validate_only = get_bool(b)?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.validate_only = fast_bool(c)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -82,6 +98,19 @@ impl IncrementalAlterConfigsRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `validate_only` to `validate_only` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 1;
+        let tag_count = over_chunk!(buf, |b| {
+            this.validate_only = get_bool(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

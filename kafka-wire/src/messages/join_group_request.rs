@@ -3,7 +3,7 @@
 
 //! `JoinGroupRequest` (api key 11): versions 0-9, flexible versions 6+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -113,12 +113,29 @@ impl JoinGroupRequest {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
         this.group_id = get_string(buf, flexible, "group_id")?;
-        over_chunk!(buf, |b| {
-            this.session_timeout_ms = get_i32(b)?;
-            if version >= 1 {
-                this.rebalance_timeout_ms = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.session_timeout_ms = fast_i32(c)?;
+            if version >= 1 {
+                this.rebalance_timeout_ms = fast_i32(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         this.member_id = get_string(buf, flexible, "member_id")?;
         if version >= 5 {
             this.group_instance_id = get_nullable_string(buf, flexible, "group_instance_id")?;
@@ -136,6 +153,21 @@ impl JoinGroupRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `session_timeout_ms` to `rebalance_timeout_ms` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        over_chunk!(buf, |b| {
+            this.session_timeout_ms = get_i32(b)?;
+            if version >= 1 {
+                this.rebalance_timeout_ms = get_i32(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `JoinGroupResponse` (api key 11): versions 0-9, flexible versions 6+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -118,22 +118,34 @@ impl JoinGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
             if version >= 2 {
-                this.throttle_time_ms = get_i32(b)?;
+                this.throttle_time_ms = fast_i32(c)?;
             }
             {
-                let c = b.chunk();
-                if c.len() >= 6 {
-                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
-                    this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
-                    b.advance(6);
-                } else {
-                    this.error_code = get_i16(b)?;
-                    this.generation_id = get_i32(b)?;
-                }
+                let (h, r) = c.split_first_chunk::<6>()?;
+                *c = r;
+                this.error_code = i16::from_be_bytes([h[0], h[1]]);
+                this.generation_id = i32::from_be_bytes([h[2], h[3], h[4], h[5]]);
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version >= 7 {
             this.protocol_type = get_nullable_string(buf, flexible, "protocol_type")?;
         }
@@ -152,6 +164,31 @@ impl JoinGroupResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `generation_id` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        over_chunk!(buf, |b| {
+            if version >= 2 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            {
+                let c = b.chunk();
+                if c.len() >= 6 {
+                    this.error_code = i16::from_be_bytes([c[0], c[1]]);
+                    this.generation_id = i32::from_be_bytes([c[2], c[3], c[4], c[5]]);
+                    b.advance(6);
+                } else {
+                    this.error_code = get_i16(b)?;
+                    this.generation_id = get_i32(b)?;
+                }
+            }
+        });
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `LeaderAndIsrRequest` (api key 4): versions 0-7, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -116,19 +116,36 @@ impl LeaderAndIsrRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        over_chunk!(buf, |b| {
-            this.controller_id = get_i32(b)?;
-            if version >= 7 {
-                this.is_k_raft_controller = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.controller_epoch = get_i32(b)?;
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.controller_id = fast_i32(c)?;
+            if version >= 7 {
+                this.is_k_raft_controller = fast_bool(c)?;
+            }
+            this.controller_epoch = fast_i32(c)?;
             if version >= 2 {
-                this.broker_epoch = get_i64(b)?;
+                this.broker_epoch = fast_i64(c)?;
             }
             if version >= 5 {
-                this.type_ = get_i8(b)?;
+                this.type_ = fast_i8(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version <= 1 {
             this.ungrouped_partition_states = get_struct_array(buf, flexible, LeaderAndIsrPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut LeaderAndIsrPartitionState| LeaderAndIsrPartitionState::decode_into(slot, b, version))?;
         }
@@ -144,6 +161,28 @@ impl LeaderAndIsrRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `controller_id` to `type_` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 7 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 2 {
+                this.broker_epoch = get_i64(b)?;
+            }
+            if version >= 5 {
+                this.type_ = get_i8(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -433,10 +472,26 @@ impl LeaderAndIsrLiveLeader {
         let flexible = version >= 4;
         this.broker_id = get_i32(buf)?;
         this.host_name = get_string(buf, flexible, "host_name")?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.port = get_i32(b)?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.port = fast_i32(c)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -444,6 +499,19 @@ impl LeaderAndIsrLiveLeader {
             }
         }
         Ok(())
+    }
+
+    /// Reads `port` to `port` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            this.port = get_i32(b)?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -604,6 +672,69 @@ impl LeaderAndIsrPartitionState {
         if version <= 1 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<16>()?;
+                *c = r;
+                this.partition_index = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.controller_epoch = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+                this.leader = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+                this.leader_epoch = i32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+            }
+            this.isr = fast_int32_array(c, flexible)?;
+            this.partition_epoch = fast_i32(c)?;
+            this.replicas = fast_int32_array(c, flexible)?;
+            if version >= 3 {
+                this.adding_replicas = fast_int32_array(c, flexible)?;
+            }
+            if version >= 3 {
+                this.removing_replicas = fast_int32_array(c, flexible)?;
+            }
+            if version >= 1 {
+                this.is_new = fast_bool(c)?;
+            }
+            if version >= 6 {
+                this.leader_recovery_state = fast_i8(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        // A planted bug for the value conformance test to catch; off unless a test
+        // turns it on for its thread (feature `never-in-production`).
+        #[cfg(feature = "never-in-production")]
+        if crate::never_in_production::decoder_swaps_epochs() {
+            std::mem::swap(&mut this.leader_epoch, &mut this.partition_epoch);
+        }
+        Ok(())
+    }
+
+    /// Reads `partition_index` to `leader_recovery_state` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
         let tag_count = over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -637,19 +768,7 @@ impl LeaderAndIsrPartitionState {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        // A planted bug for the value conformance test to catch; off unless a test
-        // turns it on for its thread (feature `never-in-production`).
-        #[cfg(feature = "never-in-production")]
-        if crate::never_in_production::decoder_swaps_epochs() {
-            std::mem::swap(&mut this.leader_epoch, &mut this.partition_epoch);
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `LeaveGroupResponse` (api key 13): versions 0-5, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -80,12 +80,29 @@ impl LeaveGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.throttle_time_ms = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.error_code = get_i16(b)?;
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.throttle_time_ms = fast_i32(c)?;
+            }
+            this.error_code = fast_i16(c)?;
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version >= 3 {
             this.members = get_struct_array(buf, flexible, MemberResponse::min_len(version), "members", |b, slot: &mut MemberResponse| MemberResponse::decode_into(slot, b, version))?;
         }
@@ -97,6 +114,21 @@ impl LeaveGroupResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
+        Ok(0)
     }
 }
 
@@ -226,12 +258,28 @@ impl MemberResponse {
         if version >= 3 {
             this.group_instance_id = get_nullable_string(buf, flexible, "group_instance_id")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 3 {
-                this.error_code = get_i16(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 3 {
+                this.error_code = fast_i16(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -239,6 +287,21 @@ impl MemberResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `error_code` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 3 {
+                this.error_code = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `ListPartitionReassignmentsRequest` (api key 46): versions 0, flexible versions 0+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -70,16 +70,48 @@ impl ListPartitionReassignmentsRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        this.timeout_ms = get_i32(buf)?;
-        this.topics = get_nullable_struct_array(buf, flexible, ListPartitionReassignmentsTopics::min_len(version), "topics", |b, slot: &mut ListPartitionReassignmentsTopics| ListPartitionReassignmentsTopics::decode_into(slot, b, version))?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.timeout_ms = fast_i32(c)?;
+            this.topics = fast_nullable_empty_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
         Ok(())
+    }
+
+    /// Reads `timeout_ms` to `topics` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 0;
+        let tag_count = {
+            this.timeout_ms = get_i32(buf)?;
+            this.topics = get_nullable_struct_array(buf, flexible, ListPartitionReassignmentsTopics::min_len(version), "topics", |b, slot: &mut ListPartitionReassignmentsTopics| ListPartitionReassignmentsTopics::decode_into(slot, b, version))?;
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 
@@ -183,10 +215,26 @@ impl ListPartitionReassignmentsTopics {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
         this.name = get_string(buf, flexible, "name")?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.partition_indexes = fast_int32_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -194,6 +242,19 @@ impl ListPartitionReassignmentsTopics {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_indexes` to `partition_indexes` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 0;
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

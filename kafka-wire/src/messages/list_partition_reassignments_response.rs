@@ -3,7 +3,7 @@
 
 //! `ListPartitionReassignmentsResponse` (api key 46): versions 0, flexible versions 0+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -82,6 +82,49 @@ impl ListPartitionReassignmentsResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<6>()?;
+                *c = r;
+                this.throttle_time_ms = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.error_code = i16::from_be_bytes([h[4], h[5]]);
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        this.error_message = get_nullable_string(buf, flexible, "error_message")?;
+        this.topics = get_struct_array(buf, flexible, OngoingTopicReassignment::min_len(version), "topics", |b, slot: &mut OngoingTopicReassignment| OngoingTopicReassignment::decode_into(slot, b, version))?;
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 0;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -95,16 +138,7 @@ impl ListPartitionReassignmentsResponse {
                 }
             }
         });
-        this.error_message = get_nullable_string(buf, flexible, "error_message")?;
-        this.topics = get_struct_array(buf, flexible, OngoingTopicReassignment::min_len(version), "topics", |b, slot: &mut OngoingTopicReassignment| OngoingTopicReassignment::decode_into(slot, b, version))?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -220,13 +254,29 @@ impl OngoingPartitionReassignment {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 0;
-        let tag_count = over_chunk!(buf, |b| {
-            this.partition_index = get_i32(b)?;
-            this.replicas = get_int32_array(b, flexible, "replicas")?;
-            this.adding_replicas = get_int32_array(b, flexible, "adding_replicas")?;
-            this.removing_replicas = get_int32_array(b, flexible, "removing_replicas")?;
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.partition_index = fast_i32(c)?;
+            this.replicas = fast_int32_array(c, flexible)?;
+            this.adding_replicas = fast_int32_array(c, flexible)?;
+            this.removing_replicas = fast_int32_array(c, flexible)?;
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -234,6 +284,22 @@ impl OngoingPartitionReassignment {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_index` to `removing_replicas` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 0;
+        let tag_count = over_chunk!(buf, |b| {
+            this.partition_index = get_i32(b)?;
+            this.replicas = get_int32_array(b, flexible, "replicas")?;
+            this.adding_replicas = get_int32_array(b, flexible, "adding_replicas")?;
+            this.removing_replicas = get_int32_array(b, flexible, "removing_replicas")?;
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

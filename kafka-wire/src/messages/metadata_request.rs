@@ -3,7 +3,7 @@
 
 //! `MetadataRequest` (api key 3): versions 0-12, flexible versions 9+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -88,19 +88,35 @@ impl MetadataRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
-        this.topics = if version >= 1 { get_nullable_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))? } else { Some(get_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))?) };
-        let tag_count = over_chunk!(buf, |b| {
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.topics = if version >= 1 { fast_nullable_empty_array(c, flexible)? } else { Some(fast_empty_array(c, flexible)?) };
             if version >= 4 {
-                this.allow_auto_topic_creation = get_bool(b)?;
+                this.allow_auto_topic_creation = fast_bool(c)?;
             }
             if (8..=10).contains(&version) {
-                this.include_cluster_authorized_operations = get_bool(b)?;
+                this.include_cluster_authorized_operations = fast_bool(c)?;
             }
             if version >= 8 {
-                this.include_topic_authorized_operations = get_bool(b)?;
+                this.include_topic_authorized_operations = fast_bool(c)?;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -108,6 +124,28 @@ impl MetadataRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `topics` to `include_topic_authorized_operations` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
+        let tag_count = {
+            this.topics = if version >= 1 { get_nullable_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))? } else { Some(get_struct_array(buf, flexible, MetadataRequestTopic::min_len(version), "topics", |b, slot: &mut MetadataRequestTopic| MetadataRequestTopic::decode_into(slot, b, version))?) };
+            if version >= 4 {
+                this.allow_auto_topic_creation = get_bool(buf)?;
+            }
+            if (8..=10).contains(&version) {
+                this.include_cluster_authorized_operations = get_bool(buf)?;
+            }
+            if version >= 8 {
+                this.include_topic_authorized_operations = get_bool(buf)?;
+            }
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 

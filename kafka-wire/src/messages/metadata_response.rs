@@ -3,7 +3,7 @@
 
 //! `MetadataResponse` (api key 3): versions 0-12, flexible versions 9+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -113,12 +113,28 @@ impl MetadataResponse {
             this.controller_id = get_i32(buf)?;
         }
         this.topics = get_struct_array(buf, flexible, MetadataResponseTopic::min_len(version), "topics", |b, slot: &mut MetadataResponseTopic| MetadataResponseTopic::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            if (8..=10).contains(&version) {
-                this.cluster_authorized_operations = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if (8..=10).contains(&version) {
+                this.cluster_authorized_operations = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_5(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -126,6 +142,21 @@ impl MetadataResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `cluster_authorized_operations` to `cluster_authorized_operations` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_5<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
+        let tag_count = over_chunk!(buf, |b| {
+            if (8..=10).contains(&version) {
+                this.cluster_authorized_operations = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -407,6 +438,55 @@ impl MetadataResponsePartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<10>()?;
+                *c = r;
+                this.error_code = i16::from_be_bytes([h[0], h[1]]);
+                this.partition_index = i32::from_be_bytes([h[2], h[3], h[4], h[5]]);
+                this.leader_id = i32::from_be_bytes([h[6], h[7], h[8], h[9]]);
+            }
+            if version >= 7 {
+                this.leader_epoch = fast_i32(c)?;
+            }
+            this.replica_nodes = fast_int32_array(c, flexible)?;
+            this.isr_nodes = fast_int32_array(c, flexible)?;
+            if version >= 5 {
+                this.offline_replicas = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `error_code` to `offline_replicas` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         let tag_count = over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -431,13 +511,7 @@ impl MetadataResponsePartition {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -577,6 +651,69 @@ impl MetadataResponseTopic {
         let flexible = version >= 9;
         this.error_code = get_i16(buf)?;
         this.name = if version >= 12 { get_nullable_string(buf, flexible, "name")? } else { Some(get_string(buf, flexible, "name")?) };
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 10 {
+                this.topic_id = fast_uuid(c)?;
+            }
+            if version >= 1 {
+                this.is_internal = fast_bool(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
+        this.partitions = get_struct_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b, slot: &mut MetadataResponsePartition| MetadataResponsePartition::decode_into(slot, b, version))?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 8 {
+                this.topic_authorized_operations = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_5(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `topic_id` to `is_internal` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         over_chunk!(buf, |b| {
             if version >= 10 {
                 this.topic_id = get_uuid(b)?;
@@ -585,20 +722,22 @@ impl MetadataResponseTopic {
                 this.is_internal = get_bool(b)?;
             }
         });
-        this.partitions = get_struct_array(buf, flexible, MetadataResponsePartition::min_len(version), "partitions", |b, slot: &mut MetadataResponsePartition| MetadataResponsePartition::decode_into(slot, b, version))?;
+        Ok(0)
+    }
+
+    /// Reads `topic_authorized_operations` to `topic_authorized_operations` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_5<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 8 {
                 this.topic_authorized_operations = get_i32(b)?;
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 

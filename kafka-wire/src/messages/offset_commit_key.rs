@@ -3,7 +3,7 @@
 
 //! `OffsetCommitKey` (a versioned data record): versions 0-1, flexible versions none.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports, unused_variables)]
 
 use bytes::{Buf, Bytes};

@@ -3,7 +3,7 @@
 
 //! `OffsetCommitRequest` (api key 8): versions 0-9, flexible versions 8+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -267,6 +267,54 @@ impl OffsetCommitRequestPartition {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 8;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<12>()?;
+                *c = r;
+                this.partition_index = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.committed_offset = i64::from_be_bytes([h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11]]);
+            }
+            if version >= 6 {
+                this.committed_leader_epoch = fast_i32(c)?;
+            }
+            if (1..=1).contains(&version) {
+                this.commit_timestamp = fast_i64(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        this.committed_metadata = get_nullable_string(buf, flexible, "committed_metadata")?;
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `partition_index` to `commit_timestamp` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 8;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -286,15 +334,7 @@ impl OffsetCommitRequestPartition {
                 this.commit_timestamp = get_i64(b)?;
             }
         });
-        this.committed_metadata = get_nullable_string(buf, flexible, "committed_metadata")?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 

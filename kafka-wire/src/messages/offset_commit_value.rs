@@ -3,7 +3,7 @@
 
 //! `OffsetCommitValue` (a versioned data record): versions 0-4, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -92,20 +92,53 @@ impl OffsetCommitValue {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        over_chunk!(buf, |b| {
-            this.offset = get_i64(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.offset = fast_i64(c)?;
             if version >= 3 {
-                this.leader_epoch = get_i32(b)?;
+                this.leader_epoch = fast_i32(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         this.metadata = get_string(buf, flexible, "metadata")?;
-        let tag_count = over_chunk!(buf, |b| {
-            this.commit_timestamp = get_i64(b)?;
-            if (1..=1).contains(&version) {
-                this.expire_timestamp = get_i64(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.commit_timestamp = fast_i64(c)?;
+            if (1..=1).contains(&version) {
+                this.expire_timestamp = fast_i64(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_3(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -113,6 +146,37 @@ impl OffsetCommitValue {
             }
         }
         Ok(())
+    }
+
+    /// Reads `offset` to `leader_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            this.offset = get_i64(b)?;
+            if version >= 3 {
+                this.leader_epoch = get_i32(b)?;
+            }
+        });
+        Ok(0)
+    }
+
+    /// Reads `commit_timestamp` to `expire_timestamp` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_3<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        let tag_count = over_chunk!(buf, |b| {
+            this.commit_timestamp = get_i64(b)?;
+            if (1..=1).contains(&version) {
+                this.expire_timestamp = get_i64(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `OffsetFetchRequest` (api key 9): versions 0-9, flexible versions 6+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -99,12 +99,28 @@ impl OffsetFetchRequest {
         if version >= 8 {
             this.groups = get_struct_array(buf, flexible, OffsetFetchRequestGroup::min_len(version), "groups", |b, slot: &mut OffsetFetchRequestGroup| OffsetFetchRequestGroup::decode_into(slot, b, version))?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 7 {
-                this.require_stable = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 7 {
+                this.require_stable = fast_bool(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_3(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -112,6 +128,21 @@ impl OffsetFetchRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `require_stable` to `require_stable` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_3<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 7 {
+                this.require_stable = get_bool(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -251,12 +282,28 @@ impl OffsetFetchRequestTopic {
         if version <= 7 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version <= 7 {
-                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version <= 7 {
+                this.partition_indexes = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -264,6 +311,21 @@ impl OffsetFetchRequestTopic {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_indexes` to `partition_indexes` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 7 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -368,12 +430,28 @@ impl OffsetFetchRequestTopics {
         if version >= 8 {
             this.name = get_string(buf, flexible, "name")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 8 {
-                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 8 {
+                this.partition_indexes = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -381,6 +459,21 @@ impl OffsetFetchRequestTopics {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_indexes` to `partition_indexes` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 8 {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -504,20 +597,56 @@ impl OffsetFetchRequestGroup {
         if version >= 9 {
             this.member_id = get_nullable_string(buf, flexible, "member_id")?;
         }
-        if version >= 9 {
-            this.member_epoch = get_i32(buf)?;
-        }
-        if version >= 8 {
-            this.topics = get_nullable_struct_array(buf, flexible, OffsetFetchRequestTopics::min_len(version), "topics", |b, slot: &mut OffsetFetchRequestTopics| OffsetFetchRequestTopics::decode_into(slot, b, version))?;
-        }
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 9 {
+                this.member_epoch = fast_i32(c)?;
+            }
+            if version >= 8 {
+                this.topics = fast_nullable_empty_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_2(this, buf, version)?,
+        };
+        {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
                 this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
             }
         }
         Ok(())
+    }
+
+    /// Reads `member_epoch` to `topics` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_2<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        let tag_count = {
+            if version >= 9 {
+                this.member_epoch = get_i32(buf)?;
+            }
+            if version >= 8 {
+                this.topics = get_nullable_struct_array(buf, flexible, OffsetFetchRequestTopics::min_len(version), "topics", |b, slot: &mut OffsetFetchRequestTopics| OffsetFetchRequestTopics::decode_into(slot, b, version))?;
+            }
+            if flexible { get_uvarint(buf)? } else { 0 }
+        };
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `ProduceRequest` (api key 0): versions 0-11, flexible versions 9+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -87,6 +87,48 @@ impl ProduceRequest {
         if version >= 3 {
             this.transactional_id = get_nullable_string(buf, flexible, "transactional_id")?;
         }
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<6>()?;
+                *c = r;
+                this.acks = i16::from_be_bytes([h[0], h[1]]);
+                this.timeout_ms = i32::from_be_bytes([h[2], h[3], h[4], h[5]]);
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `acks` to `timeout_ms` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -100,15 +142,7 @@ impl ProduceRequest {
                 }
             }
         });
-        this.topic_data = get_struct_array(buf, flexible, TopicProduceData::min_len(version), "topic_data", |b, slot: &mut TopicProduceData| TopicProduceData::decode_into(slot, b, version))?;
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 

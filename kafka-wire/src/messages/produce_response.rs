@@ -3,7 +3,7 @@
 
 //! `ProduceResponse` (api key 0): versions 0-11, flexible versions 9+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -78,12 +78,28 @@ impl ProduceResponse {
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
         this.responses = get_struct_array(buf, flexible, TopicProduceResponse::min_len(version), "responses", |b, slot: &mut TopicProduceResponse| TopicProduceResponse::decode_into(slot, b, version))?;
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.throttle_time_ms = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.throttle_time_ms = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -96,6 +112,21 @@ impl ProduceResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `throttle_time_ms` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -346,6 +377,46 @@ impl LeaderIdAndEpoch {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 10 {
+                this.leader_id = fast_i32(c)?;
+            }
+            if version >= 10 {
+                this.leader_epoch = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `leader_id` to `leader_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 10 {
                 this.leader_id = get_i32(b)?;
@@ -355,13 +426,7 @@ impl LeaderIdAndEpoch {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
@@ -502,6 +567,65 @@ impl PartitionProduceResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 9;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<14>()?;
+                *c = r;
+                this.index = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.error_code = i16::from_be_bytes([h[4], h[5]]);
+                this.base_offset = i64::from_be_bytes([h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13]]);
+            }
+            if version >= 2 {
+                this.log_append_time_ms = fast_i64(c)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = fast_i64(c)?;
+            }
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        if version >= 8 {
+            this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
+        }
+        if version >= 8 {
+            this.error_message = get_nullable_string(buf, flexible, "error_message")?;
+        }
+        if flexible {
+            let tag_count = get_uvarint(buf)?;
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                match tag {
+                    0 if version >= 10 => {
+                        this.current_leader = get_tagged(buf, size, |b| Ok(LeaderIdAndEpoch::decode(b, version)?))?;
+                    }
+                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `index` to `log_start_offset` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 9;
         over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -523,25 +647,7 @@ impl PartitionProduceResponse {
                 this.log_start_offset = get_i64(b)?;
             }
         });
-        if version >= 8 {
-            this.record_errors = get_struct_array(buf, flexible, BatchIndexAndErrorMessage::min_len(version), "record_errors", |b, slot: &mut BatchIndexAndErrorMessage| BatchIndexAndErrorMessage::decode_into(slot, b, version))?;
-        }
-        if version >= 8 {
-            this.error_message = get_nullable_string(buf, flexible, "error_message")?;
-        }
-        if flexible {
-            let tag_count = get_uvarint(buf)?;
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                match tag {
-                    0 if version >= 10 => {
-                        this.current_leader = get_tagged(buf, size, |b| Ok(LeaderIdAndEpoch::decode(b, version)?))?;
-                    }
-                    _ => this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size)),
-                }
-            }
-        }
-        Ok(())
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `StopReplicaRequest` (api key 5): versions 0-4, flexible versions 2+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -118,19 +118,36 @@ impl StopReplicaRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
-        over_chunk!(buf, |b| {
-            this.controller_id = get_i32(b)?;
-            if version >= 4 {
-                this.is_k_raft_controller = get_bool(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.controller_epoch = get_i32(b)?;
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.controller_id = fast_i32(c)?;
+            if version >= 4 {
+                this.is_k_raft_controller = fast_bool(c)?;
+            }
+            this.controller_epoch = fast_i32(c)?;
             if version >= 1 {
-                this.broker_epoch = get_i64(b)?;
+                this.broker_epoch = fast_i64(c)?;
             }
             if version <= 2 {
-                this.delete_partitions = get_bool(b)?;
+                this.delete_partitions = fast_bool(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version <= 0 {
             this.ungrouped_partitions = get_struct_array(buf, flexible, StopReplicaPartitionV0::min_len(version), "ungrouped_partitions", |b, slot: &mut StopReplicaPartitionV0| StopReplicaPartitionV0::decode_into(slot, b, version))?;
         }
@@ -148,6 +165,28 @@ impl StopReplicaRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `controller_id` to `delete_partitions` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 4 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 1 {
+                this.broker_epoch = get_i64(b)?;
+            }
+            if version <= 2 {
+                this.delete_partitions = get_bool(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -306,12 +345,28 @@ impl StopReplicaPartitionV0 {
         if version <= 0 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version <= 0 {
-                this.partition_index = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version <= 0 {
+                this.partition_index = fast_i32(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -319,6 +374,21 @@ impl StopReplicaPartitionV0 {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_index` to `partition_index` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = over_chunk!(buf, |b| {
+            if version <= 0 {
+                this.partition_index = get_i32(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -423,12 +493,28 @@ impl StopReplicaTopicV1 {
         if (1..=2).contains(&version) {
             this.name = get_string(buf, flexible, "name")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if (1..=2).contains(&version) {
-                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if (1..=2).contains(&version) {
+                this.partition_indexes = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -436,6 +522,21 @@ impl StopReplicaTopicV1 {
             }
         }
         Ok(())
+    }
+
+    /// Reads `partition_indexes` to `partition_indexes` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
+        let tag_count = over_chunk!(buf, |b| {
+            if (1..=2).contains(&version) {
+                this.partition_indexes = get_int32_array(b, flexible, "partition_indexes")?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -545,6 +646,49 @@ impl StopReplicaPartitionState {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 2;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 3 {
+                this.partition_index = fast_i32(c)?;
+            }
+            if version >= 3 {
+                this.leader_epoch = fast_i32(c)?;
+            }
+            if version >= 3 {
+                this.delete_partition = fast_bool(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `partition_index` to `delete_partition` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 2;
         let tag_count = over_chunk!(buf, |b| {
             if version >= 3 {
                 this.partition_index = get_i32(b)?;
@@ -557,13 +701,7 @@ impl StopReplicaPartitionState {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `SyncGroupRequest` (api key 14): versions 0-5, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};

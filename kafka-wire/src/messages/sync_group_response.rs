@@ -3,7 +3,7 @@
 
 //! `SyncGroupResponse` (api key 14): versions 0-5, flexible versions 4+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -94,12 +94,29 @@ impl SyncGroupResponse {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 4;
-        over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.throttle_time_ms = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            this.error_code = get_i16(b)?;
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.throttle_time_ms = fast_i32(c)?;
+            }
+            this.error_code = fast_i16(c)?;
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version >= 5 {
             this.protocol_type = get_nullable_string(buf, flexible, "protocol_type")?;
         }
@@ -115,6 +132,21 @@ impl SyncGroupResponse {
             }
         }
         Ok(())
+    }
+
+    /// Reads `throttle_time_ms` to `error_code` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 4;
+        over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.throttle_time_ms = get_i32(b)?;
+            }
+            this.error_code = get_i16(b)?;
+        });
+        Ok(0)
     }
 }
 

@@ -3,7 +3,7 @@
 
 //! `UpdateMetadataRequest` (api key 6): versions 0-8, flexible versions 6+.
 
-#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls)]
+#![allow(clippy::field_reassign_with_default, clippy::needless_question_mark, clippy::derivable_impls, clippy::redundant_closure_call)]
 #![allow(unused_imports)]
 
 use bytes::{Buf, Bytes};
@@ -113,16 +113,33 @@ impl UpdateMetadataRequest {
     #[doc(hidden)]
     pub fn decode_into<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<(), DecodeError> {
         let flexible = version >= 6;
-        over_chunk!(buf, |b| {
-            this.controller_id = get_i32(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            this.controller_id = fast_i32(c)?;
             if version >= 8 {
-                this.is_k_raft_controller = get_bool(b)?;
+                this.is_k_raft_controller = fast_bool(c)?;
             }
-            this.controller_epoch = get_i32(b)?;
+            this.controller_epoch = fast_i32(c)?;
             if version >= 5 {
-                this.broker_epoch = get_i64(b)?;
+                this.broker_epoch = fast_i64(c)?;
             }
-        });
+            let tag_count = 0;
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_0(this, buf, version)?,
+        };
         if version <= 4 {
             this.ungrouped_partition_states = get_struct_array(buf, flexible, UpdateMetadataPartitionState::min_len(version), "ungrouped_partition_states", |b, slot: &mut UpdateMetadataPartitionState| UpdateMetadataPartitionState::decode_into(slot, b, version))?;
         }
@@ -143,6 +160,25 @@ impl UpdateMetadataRequest {
             }
         }
         Ok(())
+    }
+
+    /// Reads `controller_id` to `broker_epoch` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_0<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        over_chunk!(buf, |b| {
+            this.controller_id = get_i32(b)?;
+            if version >= 8 {
+                this.is_k_raft_controller = get_bool(b)?;
+            }
+            this.controller_epoch = get_i32(b)?;
+            if version >= 5 {
+                this.broker_epoch = get_i64(b)?;
+            }
+        });
+        Ok(0)
     }
 }
 
@@ -463,12 +499,28 @@ impl UpdateMetadataEndpoint {
         if version >= 3 {
             this.listener = get_string(buf, flexible, "listener")?;
         }
-        let tag_count = over_chunk!(buf, |b| {
-            if version >= 1 {
-                this.security_protocol = get_i16(b)?;
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
             }
-            if flexible { get_uvarint(b)? } else { 0 }
-        });
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            if version >= 1 {
+                this.security_protocol = fast_i16(c)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_3(this, buf, version)?,
+        };
         {
             for _ in 0..tag_count {
                 let (tag, size) = get_tag_header(buf)?;
@@ -476,6 +528,21 @@ impl UpdateMetadataEndpoint {
             }
         }
         Ok(())
+    }
+
+    /// Reads `security_protocol` to `security_protocol` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_3<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
+        let tag_count = over_chunk!(buf, |b| {
+            if version >= 1 {
+                this.security_protocol = get_i16(b)?;
+            }
+            if flexible { get_uvarint(b)? } else { 0 }
+        });
+        Ok(tag_count)
     }
 }
 
@@ -794,6 +861,54 @@ impl UpdateMetadataPartitionState {
         if version <= 4 {
             this.topic_name = get_string(buf, flexible, "topic_name")?;
         }
+        // The run read over the input as one slice with the read position in a
+        // register; when that gives up, field by field.
+        let fast = (|| -> Option<(usize, u32)> {
+            let chunk = buf.chunk();
+            if chunk.len() != buf.remaining() {
+                return None;
+            }
+            let mut rest: &[u8] = chunk;
+            let c = &mut rest;
+            {
+                let (h, r) = c.split_first_chunk::<16>()?;
+                *c = r;
+                this.partition_index = i32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                this.controller_epoch = i32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+                this.leader = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+                this.leader_epoch = i32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+            }
+            this.isr = fast_int32_array(c, flexible)?;
+            this.zk_version = fast_i32(c)?;
+            this.replicas = fast_int32_array(c, flexible)?;
+            if version >= 4 {
+                this.offline_replicas = fast_int32_array(c, flexible)?;
+            }
+            let tag_count = if flexible { fast_uvarint(c)? } else { 0 };
+            Some((chunk.len() - c.len(), tag_count))
+        })();
+        let tag_count = match fast {
+            Some((used, tag_count)) => {
+                buf.advance(used);
+                tag_count
+            }
+            None => Self::decode_run_1(this, buf, version)?,
+        };
+        {
+            for _ in 0..tag_count {
+                let (tag, size) = get_tag_header(buf)?;
+                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `partition_index` to `offline_replicas` field by field (where the read over one slice gives up).
+    #[cold]
+    #[inline(never)]
+    #[allow(unused_variables)]
+    fn decode_run_1<B: Buf>(this: &mut Self, buf: &mut B, version: i16) -> Result<u32, DecodeError> {
+        let flexible = version >= 6;
         let tag_count = over_chunk!(buf, |b| {
             {
                 let c = b.chunk();
@@ -818,13 +933,7 @@ impl UpdateMetadataPartitionState {
             }
             if flexible { get_uvarint(b)? } else { 0 }
         });
-        {
-            for _ in 0..tag_count {
-                let (tag, size) = get_tag_header(buf)?;
-                this.unknown_tagged_fields.push(get_raw_tagged(buf, tag, size));
-            }
-        }
-        Ok(())
+        Ok(tag_count)
     }
 }
 
