@@ -729,7 +729,7 @@ fn emit_struct(out: &mut String, spec: &Spec, st: &Struct, top: bool) {
     // Default
     let _ = writeln!(
         out,
-        "impl Default for {name} {{\n    fn default() -> Self {{\n        Self {{"
+        "impl Default for {name} {{\n    #[inline]\n    fn default() -> Self {{\n        Self {{"
     );
     for f in &st.fields {
         let _ = writeln!(out, "            {}: {},", snake(&f.name), default_expr(f));

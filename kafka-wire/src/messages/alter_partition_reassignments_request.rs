@@ -31,6 +31,7 @@ pub struct AlterPartitionReassignmentsRequest {
 }
 
 impl Default for AlterPartitionReassignmentsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             timeout_ms: 60000,
@@ -139,6 +140,7 @@ pub struct ReassignablePartition {
 }
 
 impl Default for ReassignablePartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -269,6 +271,7 @@ pub struct ReassignableTopic {
 }
 
 impl Default for ReassignableTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -39,6 +39,7 @@ pub struct AlterPartitionReassignmentsResponse {
 }
 
 impl Default for AlterPartitionReassignmentsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -210,6 +211,7 @@ pub struct ReassignablePartitionResponse {
 }
 
 impl Default for ReassignablePartitionResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -359,6 +361,7 @@ pub struct ReassignableTopicResponse {
 }
 
 impl Default for ReassignableTopicResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct ApiVersionsRequest {
 }
 
 impl Default for ApiVersionsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             client_software_name: ByteString::new(),

@@ -51,6 +51,7 @@ pub struct ApiVersionsResponse {
 }
 
 impl Default for ApiVersionsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -315,6 +316,7 @@ pub struct ApiVersion {
 }
 
 impl Default for ApiVersion {
+    #[inline]
     fn default() -> Self {
         Self {
             api_key: 0,
@@ -470,6 +472,7 @@ pub struct SupportedFeatureKey {
 }
 
 impl Default for SupportedFeatureKey {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -640,6 +643,7 @@ pub struct FinalizedFeatureKey {
 }
 
 impl Default for FinalizedFeatureKey {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct ControlledShutdownRequest {
 }
 
 impl Default for ControlledShutdownRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             broker_id: 0,

@@ -31,6 +31,7 @@ pub struct ControlledShutdownResponse {
 }
 
 impl Default for ControlledShutdownResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -143,6 +144,7 @@ pub struct RemainingPartition {
 }
 
 impl Default for RemainingPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

@@ -35,6 +35,7 @@ pub struct CreatePartitionsRequest {
 }
 
 impl Default for CreatePartitionsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             topics: Vec::new(),
@@ -193,6 +194,7 @@ pub struct CreatePartitionsAssignment {
 }
 
 impl Default for CreatePartitionsAssignment {
+    #[inline]
     fn default() -> Self {
         Self {
             broker_ids: Int32Array::new(),
@@ -318,6 +320,7 @@ pub struct CreatePartitionsTopic {
 }
 
 impl Default for CreatePartitionsTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

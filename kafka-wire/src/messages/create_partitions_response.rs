@@ -31,6 +31,7 @@ pub struct CreatePartitionsResponse {
 }
 
 impl Default for CreatePartitionsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -147,6 +148,7 @@ pub struct CreatePartitionsTopicResult {
 }
 
 impl Default for CreatePartitionsTopicResult {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -35,6 +35,7 @@ pub struct CreateTopicsRequest {
 }
 
 impl Default for CreateTopicsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             topics: Vec::new(),
@@ -192,6 +193,7 @@ pub struct CreatableReplicaAssignment {
 }
 
 impl Default for CreatableReplicaAssignment {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -319,6 +321,7 @@ pub struct CreatableTopicConfig {
 }
 
 impl Default for CreatableTopicConfig {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -426,6 +429,7 @@ pub struct CreatableTopic {
 }
 
 impl Default for CreatableTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct CreateTopicsResponse {
 }
 
 impl Default for CreateTopicsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -159,6 +160,7 @@ pub struct CreatableTopicConfigs {
 }
 
 impl Default for CreatableTopicConfigs {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -380,6 +382,7 @@ pub struct CreatableTopicResult {
 }
 
 impl Default for CreatableTopicResult {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

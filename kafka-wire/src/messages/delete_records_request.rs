@@ -31,6 +31,7 @@ pub struct DeleteRecordsRequest {
 }
 
 impl Default for DeleteRecordsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             topics: Vec::new(),
@@ -170,6 +171,7 @@ pub struct DeleteRecordsPartition {
 }
 
 impl Default for DeleteRecordsPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -314,6 +316,7 @@ pub struct DeleteRecordsTopic {
 }
 
 impl Default for DeleteRecordsTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct DeleteRecordsResponse {
 }
 
 impl Default for DeleteRecordsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -143,6 +144,7 @@ pub struct DeleteRecordsPartitionResult {
 }
 
 impl Default for DeleteRecordsPartitionResult {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -294,6 +296,7 @@ pub struct DeleteRecordsTopicResult {
 }
 
 impl Default for DeleteRecordsTopicResult {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

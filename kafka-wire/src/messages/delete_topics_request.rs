@@ -35,6 +35,7 @@ pub struct DeleteTopicsRequest {
 }
 
 impl Default for DeleteTopicsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             topics: Vec::new(),
@@ -202,6 +203,7 @@ pub struct DeleteTopicState {
 }
 
 impl Default for DeleteTopicState {
+    #[inline]
     fn default() -> Self {
         Self {
             name: None,

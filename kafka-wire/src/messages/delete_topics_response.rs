@@ -31,6 +31,7 @@ pub struct DeleteTopicsResponse {
 }
 
 impl Default for DeleteTopicsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -159,6 +160,7 @@ pub struct DeletableTopicResult {
 }
 
 impl Default for DeletableTopicResult {
+    #[inline]
     fn default() -> Self {
         Self {
             name: Some(ByteString::new()),

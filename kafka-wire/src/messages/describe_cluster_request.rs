@@ -31,6 +31,7 @@ pub struct DescribeClusterRequest {
 }
 
 impl Default for DescribeClusterRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             include_cluster_authorized_operations: false,

@@ -55,6 +55,7 @@ pub struct DescribeClusterResponse {
 }
 
 impl Default for DescribeClusterResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -295,6 +296,7 @@ pub struct DescribeClusterBroker {
 }
 
 impl Default for DescribeClusterBroker {
+    #[inline]
     fn default() -> Self {
         Self {
             broker_id: 0,

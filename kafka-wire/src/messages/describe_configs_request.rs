@@ -35,6 +35,7 @@ pub struct DescribeConfigsRequest {
 }
 
 impl Default for DescribeConfigsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             resources: Vec::new(),
@@ -212,6 +213,7 @@ pub struct DescribeConfigsResource {
 }
 
 impl Default for DescribeConfigsResource {
+    #[inline]
     fn default() -> Self {
         Self {
             resource_type: 0,

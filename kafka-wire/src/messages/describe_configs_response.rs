@@ -31,6 +31,7 @@ pub struct DescribeConfigsResponse {
 }
 
 impl Default for DescribeConfigsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -143,6 +144,7 @@ pub struct DescribeConfigsSynonym {
 }
 
 impl Default for DescribeConfigsSynonym {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -334,6 +336,7 @@ pub struct DescribeConfigsResourceResult {
 }
 
 impl Default for DescribeConfigsResourceResult {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -560,6 +563,7 @@ pub struct DescribeConfigsResult {
 }
 
 impl Default for DescribeConfigsResult {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,

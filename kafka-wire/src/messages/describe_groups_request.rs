@@ -31,6 +31,7 @@ pub struct DescribeGroupsRequest {
 }
 
 impl Default for DescribeGroupsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             groups: Vec::new(),

@@ -31,6 +31,7 @@ pub struct DescribeGroupsResponse {
 }
 
 impl Default for DescribeGroupsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -163,6 +164,7 @@ pub struct DescribedGroupMember {
 }
 
 impl Default for DescribedGroupMember {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),
@@ -305,6 +307,7 @@ pub struct DescribedGroup {
 }
 
 impl Default for DescribedGroup {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,

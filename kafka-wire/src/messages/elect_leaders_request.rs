@@ -35,6 +35,7 @@ pub struct ElectLeadersRequest {
 }
 
 impl Default for ElectLeadersRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             election_type: 0,
@@ -200,6 +201,7 @@ pub struct TopicPartitions {
 }
 
 impl Default for TopicPartitions {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),

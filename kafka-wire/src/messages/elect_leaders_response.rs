@@ -35,6 +35,7 @@ pub struct ElectLeadersResponse {
 }
 
 impl Default for ElectLeadersResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -196,6 +197,7 @@ pub struct PartitionResult {
 }
 
 impl Default for PartitionResult {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_id: 0,
@@ -345,6 +347,7 @@ pub struct ReplicaElectionResult {
 }
 
 impl Default for ReplicaElectionResult {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),

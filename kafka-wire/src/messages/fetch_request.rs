@@ -71,6 +71,7 @@ pub struct FetchRequest {
 }
 
 impl Default for FetchRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             cluster_id: None,
@@ -395,6 +396,7 @@ pub struct ReplicaState {
 }
 
 impl Default for ReplicaState {
+    #[inline]
     fn default() -> Self {
         Self {
             replica_id: -1,
@@ -566,6 +568,7 @@ pub struct FetchPartition {
 }
 
 impl Default for FetchPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition: 0,
@@ -778,6 +781,7 @@ pub struct FetchTopic {
 }
 
 impl Default for FetchTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),
@@ -902,6 +906,7 @@ pub struct ForgottenTopic {
 }
 
 impl Default for ForgottenTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),

@@ -43,6 +43,7 @@ pub struct FetchResponse {
 }
 
 impl Default for FetchResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -264,6 +265,7 @@ pub struct EpochEndOffset {
 }
 
 impl Default for EpochEndOffset {
+    #[inline]
     fn default() -> Self {
         Self {
             epoch: -1,
@@ -415,6 +417,7 @@ pub struct LeaderIdAndEpoch {
 }
 
 impl Default for LeaderIdAndEpoch {
+    #[inline]
     fn default() -> Self {
         Self {
             leader_id: -1,
@@ -566,6 +569,7 @@ pub struct SnapshotId {
 }
 
 impl Default for SnapshotId {
+    #[inline]
     fn default() -> Self {
         Self {
             end_offset: -1,
@@ -710,6 +714,7 @@ pub struct AbortedTransaction {
 }
 
 impl Default for AbortedTransaction {
+    #[inline]
     fn default() -> Self {
         Self {
             producer_id: 0,
@@ -897,6 +902,7 @@ pub struct PartitionData {
 }
 
 impl Default for PartitionData {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -1202,6 +1208,7 @@ pub struct FetchableTopicResponse {
 }
 
 impl Default for FetchableTopicResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),
@@ -1326,6 +1333,7 @@ pub struct NodeEndpoint {
 }
 
 impl Default for NodeEndpoint {
+    #[inline]
     fn default() -> Self {
         Self {
             node_id: 0,

@@ -35,6 +35,7 @@ pub struct FindCoordinatorRequest {
 }
 
 impl Default for FindCoordinatorRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             key: ByteString::new(),

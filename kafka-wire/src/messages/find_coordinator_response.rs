@@ -51,6 +51,7 @@ pub struct FindCoordinatorResponse {
 }
 
 impl Default for FindCoordinatorResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -306,6 +307,7 @@ pub struct Coordinator {
 }
 
 impl Default for Coordinator {
+    #[inline]
     fn default() -> Self {
         Self {
             key: ByteString::new(),

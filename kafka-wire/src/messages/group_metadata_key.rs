@@ -27,6 +27,7 @@ pub struct GroupMetadataKey {
 }
 
 impl Default for GroupMetadataKey {
+    #[inline]
     fn default() -> Self {
         Self {
             group: ByteString::new(),

@@ -47,6 +47,7 @@ pub struct GroupMetadataValue {
 }
 
 impl Default for GroupMetadataValue {
+    #[inline]
     fn default() -> Self {
         Self {
             protocol_type: ByteString::new(),
@@ -206,6 +207,7 @@ pub struct MemberMetadata {
 }
 
 impl Default for MemberMetadata {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),

@@ -39,6 +39,7 @@ pub struct HeartbeatRequest {
 }
 
 impl Default for HeartbeatRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct HeartbeatResponse {
 }
 
 impl Default for HeartbeatResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,

@@ -31,6 +31,7 @@ pub struct IncrementalAlterConfigsRequest {
 }
 
 impl Default for IncrementalAlterConfigsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             resources: Vec::new(),
@@ -174,6 +175,7 @@ pub struct AlterableConfig {
 }
 
 impl Default for AlterableConfig {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -278,6 +280,7 @@ pub struct AlterConfigsResource {
 }
 
 impl Default for AlterConfigsResource {
+    #[inline]
     fn default() -> Self {
         Self {
             resource_type: 0,

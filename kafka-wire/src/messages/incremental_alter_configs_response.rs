@@ -31,6 +31,7 @@ pub struct IncrementalAlterConfigsResponse {
 }
 
 impl Default for IncrementalAlterConfigsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -151,6 +152,7 @@ pub struct AlterConfigsResourceResponse {
 }
 
 impl Default for AlterConfigsResourceResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,

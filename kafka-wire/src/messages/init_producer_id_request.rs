@@ -39,6 +39,7 @@ pub struct InitProducerIdRequest {
 }
 
 impl Default for InitProducerIdRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             transactional_id: Some(ByteString::new()),

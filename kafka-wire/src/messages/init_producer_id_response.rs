@@ -39,6 +39,7 @@ pub struct InitProducerIdResponse {
 }
 
 impl Default for InitProducerIdResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,

@@ -55,6 +55,7 @@ pub struct JoinGroupRequest {
 }
 
 impl Default for JoinGroupRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),
@@ -253,6 +254,7 @@ pub struct JoinGroupRequestProtocol {
 }
 
 impl Default for JoinGroupRequestProtocol {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

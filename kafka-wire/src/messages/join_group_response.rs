@@ -59,6 +59,7 @@ pub struct JoinGroupResponse {
 }
 
 impl Default for JoinGroupResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -285,6 +286,7 @@ pub struct JoinGroupResponseMember {
 }
 
 impl Default for JoinGroupResponseMember {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),

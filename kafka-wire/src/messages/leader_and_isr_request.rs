@@ -55,6 +55,7 @@ pub struct LeaderAndIsrRequest {
 }
 
 impl Default for LeaderAndIsrRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             controller_id: 0,
@@ -296,6 +297,7 @@ pub struct LeaderAndIsrTopicState {
 }
 
 impl Default for LeaderAndIsrTopicState {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),
@@ -432,6 +434,7 @@ pub struct LeaderAndIsrLiveLeader {
 }
 
 impl Default for LeaderAndIsrLiveLeader {
+    #[inline]
     fn default() -> Self {
         Self {
             broker_id: 0,
@@ -603,6 +606,7 @@ pub struct LeaderAndIsrPartitionState {
 }
 
 impl Default for LeaderAndIsrPartitionState {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

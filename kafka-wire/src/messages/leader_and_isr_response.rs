@@ -35,6 +35,7 @@ pub struct LeaderAndIsrResponse {
 }
 
 impl Default for LeaderAndIsrResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -173,6 +174,7 @@ pub struct LeaderAndIsrTopicError {
 }
 
 impl Default for LeaderAndIsrTopicError {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_id: Uuid::ZERO,
@@ -296,6 +298,7 @@ pub struct LeaderAndIsrPartitionError {
 }
 
 impl Default for LeaderAndIsrPartitionError {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

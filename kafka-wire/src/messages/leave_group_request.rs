@@ -35,6 +35,7 @@ pub struct LeaveGroupRequest {
 }
 
 impl Default for LeaveGroupRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),
@@ -176,6 +177,7 @@ pub struct MemberIdentity {
 }
 
 impl Default for MemberIdentity {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),

@@ -35,6 +35,7 @@ pub struct LeaveGroupResponse {
 }
 
 impl Default for LeaveGroupResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -208,6 +209,7 @@ pub struct MemberResponse {
 }
 
 impl Default for MemberResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct ListGroupsRequest {
 }
 
 impl Default for ListGroupsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             states_filter: Vec::new(),

@@ -35,6 +35,7 @@ pub struct ListGroupsResponse {
 }
 
 impl Default for ListGroupsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -202,6 +203,7 @@ pub struct ListedGroup {
 }
 
 impl Default for ListedGroup {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),

@@ -39,6 +39,7 @@ pub struct ListOffsetsRequest {
 }
 
 impl Default for ListOffsetsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             replica_id: 0,
@@ -250,6 +251,7 @@ pub struct ListOffsetsPartition {
 }
 
 impl Default for ListOffsetsPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -411,6 +413,7 @@ pub struct ListOffsetsTopic {
 }
 
 impl Default for ListOffsetsTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

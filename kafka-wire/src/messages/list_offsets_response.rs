@@ -31,6 +31,7 @@ pub struct ListOffsetsResponse {
 }
 
 impl Default for ListOffsetsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -163,6 +164,7 @@ pub struct ListOffsetsPartitionResponse {
 }
 
 impl Default for ListOffsetsPartitionResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -380,6 +382,7 @@ pub struct ListOffsetsTopicResponse {
 }
 
 impl Default for ListOffsetsTopicResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct ListPartitionReassignmentsRequest {
 }
 
 impl Default for ListPartitionReassignmentsRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             timeout_ms: 60000,
@@ -178,6 +179,7 @@ pub struct ListPartitionReassignmentsTopics {
 }
 
 impl Default for ListPartitionReassignmentsTopics {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

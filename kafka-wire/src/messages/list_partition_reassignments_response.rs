@@ -39,6 +39,7 @@ pub struct ListPartitionReassignmentsResponse {
 }
 
 impl Default for ListPartitionReassignmentsResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -214,6 +215,7 @@ pub struct OngoingPartitionReassignment {
 }
 
 impl Default for OngoingPartitionReassignment {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -353,6 +355,7 @@ pub struct OngoingTopicReassignment {
 }
 
 impl Default for OngoingTopicReassignment {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -39,6 +39,7 @@ pub struct MetadataRequest {
 }
 
 impl Default for MetadataRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             topics: Some(Vec::new()),
@@ -235,6 +236,7 @@ pub struct MetadataRequestTopic {
 }
 
 impl Default for MetadataRequestTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_id: Uuid::ZERO,

@@ -47,6 +47,7 @@ pub struct MetadataResponse {
 }
 
 impl Default for MetadataResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -255,6 +256,7 @@ pub struct MetadataResponseBroker {
 }
 
 impl Default for MetadataResponseBroker {
+    #[inline]
     fn default() -> Self {
         Self {
             node_id: 0,
@@ -388,6 +390,7 @@ pub struct MetadataResponsePartition {
 }
 
 impl Default for MetadataResponsePartition {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -599,6 +602,7 @@ pub struct MetadataResponseTopic {
 }
 
 impl Default for MetadataResponseTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,

@@ -35,6 +35,7 @@ pub struct OffsetCommitKey {
 }
 
 impl Default for OffsetCommitKey {
+    #[inline]
     fn default() -> Self {
         Self {
             group: ByteString::new(),

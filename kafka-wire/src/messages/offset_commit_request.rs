@@ -47,6 +47,7 @@ pub struct OffsetCommitRequest {
 }
 
 impl Default for OffsetCommitRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),
@@ -221,6 +222,7 @@ pub struct OffsetCommitRequestPartition {
 }
 
 impl Default for OffsetCommitRequestPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -404,6 +406,7 @@ pub struct OffsetCommitRequestTopic {
 }
 
 impl Default for OffsetCommitRequestTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -31,6 +31,7 @@ pub struct OffsetCommitResponse {
 }
 
 impl Default for OffsetCommitResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -147,6 +148,7 @@ pub struct OffsetCommitResponsePartition {
 }
 
 impl Default for OffsetCommitResponsePartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -291,6 +293,7 @@ pub struct OffsetCommitResponseTopic {
 }
 
 impl Default for OffsetCommitResponseTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -43,6 +43,7 @@ pub struct OffsetCommitValue {
 }
 
 impl Default for OffsetCommitValue {
+    #[inline]
     fn default() -> Self {
         Self {
             offset: 0,

@@ -39,6 +39,7 @@ pub struct OffsetFetchRequest {
 }
 
 impl Default for OffsetFetchRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),
@@ -239,6 +240,7 @@ pub struct OffsetFetchRequestTopic {
 }
 
 impl Default for OffsetFetchRequestTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -387,6 +389,7 @@ pub struct OffsetFetchRequestTopics {
 }
 
 impl Default for OffsetFetchRequestTopics {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -543,6 +546,7 @@ pub struct OffsetFetchRequestGroup {
 }
 
 impl Default for OffsetFetchRequestGroup {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),

@@ -39,6 +39,7 @@ pub struct OffsetFetchResponse {
 }
 
 impl Default for OffsetFetchResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -206,6 +207,7 @@ pub struct OffsetFetchResponsePartition {
 }
 
 impl Default for OffsetFetchResponsePartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -436,6 +438,7 @@ pub struct OffsetFetchResponseTopic {
 }
 
 impl Default for OffsetFetchResponseTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -567,6 +570,7 @@ pub struct OffsetFetchResponsePartitions {
 }
 
 impl Default for OffsetFetchResponsePartitions {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -797,6 +801,7 @@ pub struct OffsetFetchResponseTopics {
 }
 
 impl Default for OffsetFetchResponseTopics {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -920,6 +925,7 @@ pub struct OffsetFetchResponseGroup {
 }
 
 impl Default for OffsetFetchResponseGroup {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),

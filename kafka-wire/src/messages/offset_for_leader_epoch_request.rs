@@ -31,6 +31,7 @@ pub struct OffsetForLeaderEpochRequest {
 }
 
 impl Default for OffsetForLeaderEpochRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             replica_id: -2,
@@ -151,6 +152,7 @@ pub struct OffsetForLeaderPartition {
 }
 
 impl Default for OffsetForLeaderPartition {
+    #[inline]
     fn default() -> Self {
         Self {
             partition: 0,
@@ -294,6 +296,7 @@ pub struct OffsetForLeaderTopic {
 }
 
 impl Default for OffsetForLeaderTopic {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),

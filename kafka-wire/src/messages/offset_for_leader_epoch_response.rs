@@ -31,6 +31,7 @@ pub struct OffsetForLeaderEpochResponse {
 }
 
 impl Default for OffsetForLeaderEpochResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,
@@ -155,6 +156,7 @@ pub struct EpochEndOffset {
 }
 
 impl Default for EpochEndOffset {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -321,6 +323,7 @@ pub struct OffsetForLeaderTopicResult {
 }
 
 impl Default for OffsetForLeaderTopicResult {
+    #[inline]
     fn default() -> Self {
         Self {
             topic: ByteString::new(),

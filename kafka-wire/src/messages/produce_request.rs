@@ -39,6 +39,7 @@ pub struct ProduceRequest {
 }
 
 impl Default for ProduceRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             transactional_id: None,
@@ -216,6 +217,7 @@ pub struct PartitionProduceData {
 }
 
 impl Default for PartitionProduceData {
+    #[inline]
     fn default() -> Self {
         Self {
             index: 0,
@@ -310,6 +312,7 @@ pub struct TopicProduceData {
 }
 
 impl Default for TopicProduceData {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),

@@ -35,6 +35,7 @@ pub struct ProduceResponse {
 }
 
 impl Default for ProduceResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             responses: Vec::new(),
@@ -222,6 +223,7 @@ pub struct BatchIndexAndErrorMessage {
 }
 
 impl Default for BatchIndexAndErrorMessage {
+    #[inline]
     fn default() -> Self {
         Self {
             batch_index: 0,
@@ -337,6 +339,7 @@ pub struct LeaderIdAndEpoch {
 }
 
 impl Default for LeaderIdAndEpoch {
+    #[inline]
     fn default() -> Self {
         Self {
             leader_id: -1,
@@ -512,6 +515,7 @@ pub struct PartitionProduceResponse {
 }
 
 impl Default for PartitionProduceResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             index: 0,
@@ -753,6 +757,7 @@ pub struct TopicProduceResponse {
 }
 
 impl Default for TopicProduceResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -856,6 +861,7 @@ pub struct NodeEndpoint {
 }
 
 impl Default for NodeEndpoint {
+    #[inline]
     fn default() -> Self {
         Self {
             node_id: 0,

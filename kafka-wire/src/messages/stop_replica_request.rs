@@ -55,6 +55,7 @@ pub struct StopReplicaRequest {
 }
 
 impl Default for StopReplicaRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             controller_id: 0,
@@ -302,6 +303,7 @@ pub struct StopReplicaPartitionV0 {
 }
 
 impl Default for StopReplicaPartitionV0 {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),
@@ -450,6 +452,7 @@ pub struct StopReplicaTopicV1 {
 }
 
 impl Default for StopReplicaTopicV1 {
+    #[inline]
     fn default() -> Self {
         Self {
             name: ByteString::new(),
@@ -602,6 +605,7 @@ pub struct StopReplicaPartitionState {
 }
 
 impl Default for StopReplicaPartitionState {
+    #[inline]
     fn default() -> Self {
         Self {
             partition_index: 0,
@@ -771,6 +775,7 @@ pub struct StopReplicaTopicState {
 }
 
 impl Default for StopReplicaTopicState {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

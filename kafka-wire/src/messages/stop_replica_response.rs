@@ -31,6 +31,7 @@ pub struct StopReplicaResponse {
 }
 
 impl Default for StopReplicaResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
@@ -147,6 +148,7 @@ pub struct StopReplicaPartitionError {
 }
 
 impl Default for StopReplicaPartitionError {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

@@ -51,6 +51,7 @@ pub struct SyncGroupRequest {
 }
 
 impl Default for SyncGroupRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             group_id: ByteString::new(),
@@ -210,6 +211,7 @@ pub struct SyncGroupRequestAssignment {
 }
 
 impl Default for SyncGroupRequestAssignment {
+    #[inline]
     fn default() -> Self {
         Self {
             member_id: ByteString::new(),

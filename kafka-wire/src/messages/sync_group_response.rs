@@ -43,6 +43,7 @@ pub struct SyncGroupResponse {
 }
 
 impl Default for SyncGroupResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             throttle_time_ms: 0,

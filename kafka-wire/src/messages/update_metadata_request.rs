@@ -55,6 +55,7 @@ pub struct UpdateMetadataRequest {
 }
 
 impl Default for UpdateMetadataRequest {
+    #[inline]
     fn default() -> Self {
         Self {
             controller_id: 0,
@@ -302,6 +303,7 @@ pub struct UpdateMetadataTopicState {
 }
 
 impl Default for UpdateMetadataTopicState {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),
@@ -442,6 +444,7 @@ pub struct UpdateMetadataEndpoint {
 }
 
 impl Default for UpdateMetadataEndpoint {
+    #[inline]
     fn default() -> Self {
         Self {
             port: 0,
@@ -630,6 +633,7 @@ pub struct UpdateMetadataBroker {
 }
 
 impl Default for UpdateMetadataBroker {
+    #[inline]
     fn default() -> Self {
         Self {
             id: 0,
@@ -804,6 +808,7 @@ pub struct UpdateMetadataPartitionState {
 }
 
 impl Default for UpdateMetadataPartitionState {
+    #[inline]
     fn default() -> Self {
         Self {
             topic_name: ByteString::new(),

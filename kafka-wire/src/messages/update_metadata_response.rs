@@ -27,6 +27,7 @@ pub struct UpdateMetadataResponse {
 }
 
 impl Default for UpdateMetadataResponse {
+    #[inline]
     fn default() -> Self {
         Self {
             error_code: 0,
