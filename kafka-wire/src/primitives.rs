@@ -177,6 +177,25 @@ pub fn get_string<B: Buf>(
     get_nullable_string(buf, compact, what)?.ok_or_else(|| null_error(what))
 }
 
+/// An unsigned varint at the front of `c` and its length in bytes, when it is one byte or
+/// five bytes are at hand (`None` leaves the judgement to [`get_uvarint`]).
+#[inline(always)]
+fn peek_uvarint(c: &[u8]) -> Option<(u32, usize)> {
+    let &b = c.first()?;
+    if b < 0x80 {
+        return Some((u32::from(b), 1));
+    }
+    let h = c.first_chunk::<5>()?;
+    let mut v = 0u32;
+    for (i, &b) in h.iter().enumerate() {
+        v |= u32::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return (i < 4 || b <= 0x0f).then_some((v, i + 1));
+        }
+    }
+    None
+}
+
 /// Reads nullable (compact) bytes; over [`Bytes`] the result is a slice of the input.
 #[inline]
 pub fn get_nullable_bytes<B: Buf>(
@@ -184,6 +203,23 @@ pub fn get_nullable_bytes<B: Buf>(
     compact: bool,
     what: &'static str,
 ) -> Result<Option<Bytes>, DecodeError> {
+    if compact {
+        // The length read and checked in the current chunk, the input advanced once.
+        let c = buf.chunk();
+        if let Some((v, n)) = peek_uvarint(c) {
+            match (v as usize).checked_sub(1) {
+                None => {
+                    buf.advance(n);
+                    return Ok(None);
+                }
+                Some(len) if len <= c.len() - n => {
+                    buf.advance(n);
+                    return Ok(Some(buf.copy_to_bytes(len)));
+                }
+                Some(_) => {}
+            }
+        }
+    }
     match get_len(buf, compact, true, what)? {
         None => Ok(None),
         Some(len) => take_bytes(buf, len, what).map(Some),
@@ -901,6 +937,16 @@ mod tests {
                 assert_eq!(fast, slow, "{:02x?}", &bytes[..len]);
                 if fast.is_ok() {
                     assert_eq!(a.len(), b.len());
+                }
+                // The slice readers, where they take a varint, take the same one.
+                if let Some((v, n)) = peek_uvarint(&input) {
+                    assert_eq!(Ok(v), slow, "{:02x?}", &bytes[..len]);
+                    assert_eq!(input.len() - n, b.len());
+                }
+                let mut c: &[u8] = &input;
+                if let Some(v) = fast_uvarint(&mut c) {
+                    assert_eq!(Ok(v), slow, "{:02x?}", &bytes[..len]);
+                    assert_eq!(c.len(), b.len());
                 }
             }
         }
