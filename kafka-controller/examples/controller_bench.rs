@@ -325,6 +325,8 @@ struct Phase {
     live_delta: i64,
     /// Resident set of this process after the phase minus before.
     rss_delta: i64,
+    /// For a failover: live heap bytes of a copy of the controller's context.
+    context_bytes: i64,
 }
 
 /// Times `f`, with this process's and the servers' (`servers` pids) CPU time and this
@@ -347,6 +349,7 @@ async fn timed<T>(servers: &[u32], f: impl std::future::Future<Output = T>) -> (
         load: load_average(),
         live_delta: live_bytes() - live,
         rss_delta: rss_bytes(None).unwrap_or(0) - rss,
+        context_bytes: 0,
     };
     (out, phase)
 }
@@ -395,10 +398,13 @@ async fn failover(
     handle.sync().await;
     elapsed.live_delta = live_bytes() - live;
     elapsed.rss_delta = rss_bytes(None).unwrap_or(0) - rss;
+    let before_copy = live_bytes();
     let Some(context) = handle.context().await else {
         handle.shutdown();
         return Err("the active controller returned no context".into());
     };
+    // A copy of the context: about what the controller's own one holds.
+    elapsed.context_bytes = live_bytes() - before_copy;
     let led_by_2 = context.partitions_led_by(2).len();
     drop(context);
     Ok((handle, elapsed, led_by_2))
@@ -461,8 +467,8 @@ fn report(backend: &str, partitions: i32, f: &Figures, targets: bool) {
     );
     let per_partition = |bytes: i64| bytes as f64 / f64::from(partitions);
     println!(
-        "      controller memory: {:+.1} MiB live heap = {:.0} B per partition{}; resident set \
-         {:+.1} MiB = {:.0} B per partition",
+        "      controller memory: {:+.1} MiB live heap = {:.0} B per partition{} (a copy of the \
+         context: {:.0} B per partition); resident set {:+.1} MiB = {:.0} B per partition",
         mib(f.failover.live_delta),
         per_partition(f.failover.live_delta),
         if targets {
@@ -474,6 +480,7 @@ fn report(backend: &str, partitions: i32, f: &Figures, targets: bool) {
         } else {
             ""
         },
+        per_partition(f.failover.context_bytes),
         mib(f.failover.rss_delta),
         per_partition(f.failover.rss_delta),
     );
@@ -485,7 +492,7 @@ fn report(backend: &str, partitions: i32, f: &Figures, targets: bool) {
         &f.failure,
         &format!("{kafka_failure:.1} s at 3 s per 10k leaderships"),
         kafka_failure,
-        targets.then_some(0.3 / 20_000.0 * moved),
+        (targets && partitions <= 100_000).then_some(0.3 / 20_000.0 * moved),
     );
 }
 
@@ -745,14 +752,29 @@ mod ensemble {
         out
     }
 
-    /// The durations (ms) of the snapshots a server's log reports (`Snapshot taken in N ms`).
-    fn snapshot_times(log: &str) -> Vec<u64> {
-        log.lines()
-            .filter_map(|l| {
-                let rest = &l[l.find("Snapshot taken in ")? + "Snapshot taken in ".len()..];
-                rest.split_whitespace().next()?.parse().ok()
-            })
-            .collect()
+    /// The snapshots a server's log reports as written, as (zxid, ms): each `Snapshotting: 0x…`
+    /// line (the start) paired with the `Snapshot taken in N ms` line that ends it.
+    fn snapshot_times(log: &str) -> Vec<(u64, u64)> {
+        let mut started = None;
+        let mut out = Vec::new();
+        for line in log.lines() {
+            if let Some(i) = line.find("Snapshotting: 0x") {
+                let hex: String = line[i + "Snapshotting: 0x".len()..]
+                    .chars()
+                    .take_while(char::is_ascii_hexdigit)
+                    .collect();
+                started = u64::from_str_radix(&hex, 16).ok();
+            } else if let Some(i) = line.find("Snapshot taken in ") {
+                let ms = line[i + "Snapshot taken in ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .and_then(|m| m.parse().ok());
+                if let (Some(zxid), Some(ms)) = (started.take(), ms) {
+                    out.push((zxid, ms));
+                }
+            }
+        }
+        out
     }
 
     /// `key` of server `sid`'s `mntr` answer.
@@ -821,18 +843,20 @@ mod ensemble {
         Ok(())
     }
 
-    /// Makes every server snapshot the whole tree (writes past `snapCount`, again if a server
-    /// was still busy with the snapshot before) and prints each one's newest snapshot.
+    /// Makes every server snapshot the whole tree (writes past `snapCount`, again while a
+    /// server has not written a snapshot that starts after `after`, the zxid the set-up ended
+    /// at) and prints each one's.
     async fn snapshot_report(
         zk: &ZkEnsemble,
         coord: &dyn Coordination,
         snap_count: u32,
+        after: u64,
     ) -> Result<(), BoxError> {
-        let before: Vec<usize> = zk
-            .sids()
-            .iter()
-            .map(|&sid| snapshot_times(&zk.log(sid)).len())
-            .collect();
+        let complete = |sid: u64| {
+            snapshot_times(&zk.log(sid))
+                .into_iter()
+                .find(|&(zxid, _)| zxid >= after)
+        };
         coord
             .create(SNAPSHOT_TRIGGER, b"", CreateMode::Persistent)
             .await?;
@@ -843,12 +867,8 @@ mod ensemble {
             rounds += 1;
             let round = Instant::now();
             let done = loop {
-                let done = zk
-                    .sids()
-                    .iter()
-                    .zip(&before)
-                    .all(|(&sid, &n)| snapshot_times(&zk.log(sid)).len() > n);
-                if done || round.elapsed() > SNAPSHOT_WAIT / 3 {
+                let done = zk.sids().iter().all(|&sid| complete(sid).is_some());
+                if done || round.elapsed() > SNAPSHOT_WAIT / 4 {
                     break done;
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -864,23 +884,24 @@ mod ensemble {
             }
         }
         println!(
-            "snapshots of the whole tree ({rounds} × {snap_count} trigger writes, {:.1} s until \
-             every server had written one):",
+            "snapshots of the whole tree (set-up ended at zxid {after:#x}; {rounds} × \
+             {snap_count} trigger writes, {:.1} s until every server had written one):",
             started.elapsed().as_secs_f64()
         );
         for sid in zk.sids() {
-            let times = snapshot_times(&zk.log(sid));
             let snaps = zk.dir(sid).map(snapshots).unwrap_or_default();
-            let newest = snaps.last().map_or("none".to_string(), |(zxid, len)| {
-                format!(
-                    "snapshot.{zxid:x}: {:.1} MiB",
-                    mib(i64::try_from(*len).unwrap_or(0))
-                )
-            });
+            let Some((zxid, ms)) = complete(sid) else {
+                continue;
+            };
+            let size = snaps
+                .iter()
+                .find(|(z, _)| *z == zxid)
+                .map_or("?".to_string(), |(_, len)| {
+                    format!("{:.1} MiB", mib(i64::try_from(*len).unwrap_or(0)))
+                });
             println!(
-                "  server {sid}: newest {newest}, taken in {} ms ({} snapshots so far, {} files)",
-                times.last().map_or("?".to_string(), u64::to_string),
-                times.len(),
+                "  server {sid}: snapshot.{zxid:x}: {size}, taken in {ms} ms ({} snapshot files \
+                 on disk)",
                 snaps.len()
             );
         }
@@ -929,10 +950,9 @@ mod ensemble {
         }
         let times = snapshot_times(&zk.log(follower));
         if times.len() > snaps_before {
-            println!(
-                "  its first snapshot: {} ms",
-                times.last().map_or("?".to_string(), u64::to_string)
-            );
+            if let Some((zxid, ms)) = times.last() {
+                println!("  its first snapshot: snapshot.{zxid:x} in {ms} ms");
+            }
         }
         Ok(())
     }
@@ -1019,7 +1039,9 @@ mod ensemble {
             setup_phase.load
         );
         print_servers(&zk, "after the set-up");
-        snapshot_report(&zk, &*admin, args.snap_count).await?;
+        let leader = zk.wait_for_leader(Duration::from_secs(60))?;
+        let setup_end = zk.srvr(leader)?.zxid;
+        snapshot_report(&zk, &*admin, args.snap_count, setup_end).await?;
 
         let (handle, failover_time, moved) = failover(&clients, &servers).await?;
         // Broker 2's registration vanishes (as when its session ends).
@@ -1031,6 +1053,7 @@ mod ensemble {
             deleted
         })
         .await;
+        let stats = handle.stats().await;
         handle.shutdown();
         deleted.map_err(|e| format!("deleting broker 2's registration: {e}"))?;
         let figures = Figures {
@@ -1038,6 +1061,16 @@ mod ensemble {
             failure,
             moved,
         };
+        if let Some(stats) = stats {
+            println!(
+                "controller after the broker failure: {} partitions, {} live brokers, {} leader \
+                 elections written, {} offline partitions",
+                stats.global_partition_count,
+                stats.live_brokers,
+                stats.leader_elections,
+                stats.offline_partitions
+            );
+        }
         report(
             &format!(
                 "ZooKeeper 3.8, {}-server ensemble (loopback)",
