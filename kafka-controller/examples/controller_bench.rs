@@ -307,6 +307,22 @@ fn rss_bytes(pid: Option<u32>) -> Option<i64> {
     Some(kib * 1024)
 }
 
+/// Waits (at most 60 s) until this process's live heap bytes change by less than 1 MiB in
+/// half a second: the tasks still working on what a phase left (the broker channels turning
+/// requests into messages) are done.
+async fn settle() {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = live_bytes();
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = live_bytes();
+        if (now - last).abs() < 1 << 20 {
+            return;
+        }
+        last = now;
+    }
+}
+
 fn mib(bytes: i64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -394,8 +410,10 @@ async fn failover(
             format!("broker 1's controller was not active within {CONTROLLER_LIMIT:?}").into(),
         );
     }
-    // Once what the failover queued is handled, before the context is copied out below.
+    // Once what the failover queued is handled and the broker channels' tasks are done with
+    // the requests it built, before the context is copied out below.
     handle.sync().await;
+    settle().await;
     elapsed.live_delta = live_bytes() - live;
     elapsed.rss_delta = rss_bytes(None).unwrap_or(0) - rss;
     let before_copy = live_bytes();
