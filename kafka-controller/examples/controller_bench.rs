@@ -152,6 +152,7 @@ impl Progress {
     }
 
     /// Counts the outcome of `n` writes done as one transaction (the first at `path`).
+    #[cfg(feature = "zookeeper")]
     fn count_many<T, E: std::fmt::Display>(&mut self, path: &str, n: usize, outcome: Result<T, E>) {
         self.done += n;
         if let Err(e) = outcome {
