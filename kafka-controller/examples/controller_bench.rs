@@ -1063,32 +1063,47 @@ mod ensemble {
         snapshot_report(&zk, &*admin, args.snap_count, setup_end).await?;
 
         let (handle, failover_time, moved) = failover(&clients, &servers).await?;
-        // Broker 2's registration vanishes (as when its session ends).
+        // Broker 2's registration vanishes (as when its session ends). Its session may be on
+        // another server than the controller's, which may not have applied the deletion yet:
+        // a `sync` on the controller's session first, so the broker change it handles sees it
+        // (its watch on the brokers would fire once that server has applied it).
         let (deleted, failure) = timed(&servers, async {
-            let deleted = clients[1].delete(&paths::broker(2), -1).await;
-            if deleted.is_ok() {
-                broker_failure(&handle).await;
-            }
-            deleted
+            clients[1]
+                .delete(&paths::broker(2), -1)
+                .await
+                .map_err(|e| format!("deleting broker 2's registration: {e}"))?;
+            let synced = clients[0].sync(paths::BROKER_IDS).await;
+            broker_failure(&handle).await;
+            synced.map_err(|e| format!("sync on the controller's session: {e}"))
         })
         .await;
         let stats = handle.stats().await;
         handle.shutdown();
-        deleted.map_err(|e| format!("deleting broker 2's registration: {e}"))?;
+        deleted?;
         let figures = Figures {
             failover: failover_time,
             failure,
             moved,
         };
-        if let Some(stats) = stats {
-            println!(
-                "controller after the broker failure: {} partitions, {} live brokers, {} leader \
-                 elections written, {} offline partitions",
-                stats.global_partition_count,
-                stats.live_brokers,
-                stats.leader_elections,
-                stats.offline_partitions
-            );
+        let Some(stats) = stats else {
+            return Err("the controller was not active after the broker failure".into());
+        };
+        println!(
+            "controller after the broker failure: {} partitions, {} live brokers, {} leader \
+             elections written, {} offline partitions",
+            stats.global_partition_count,
+            stats.live_brokers,
+            stats.leader_elections,
+            stats.offline_partitions
+        );
+        let expected_live = usize::try_from(args.brokers - 1)?;
+        if stats.live_brokers != expected_live || stats.leader_elections < moved as u64 {
+            return Err(format!(
+                "the broker failure was not handled within the timed phase ({} live brokers, {} \
+                 elections; expected {expected_live} and {moved}): the figure would be meaningless",
+                stats.live_brokers, stats.leader_elections
+            )
+            .into());
         }
         report(
             &format!(
