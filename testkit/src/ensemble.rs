@@ -89,6 +89,7 @@ pub struct ZkEnsembleBuilder {
     hosts: Vec<Host>,
     program: ServerProgram,
     server_jvm: bool,
+    jvm_args: Vec<String>,
 }
 
 impl Default for ZkEnsembleBuilder {
@@ -107,6 +108,7 @@ impl Default for ZkEnsembleBuilder {
             hosts: Vec::new(),
             program: ServerProgram::ApacheZooKeeper,
             server_jvm: false,
+            jvm_args: Vec::new(),
         }
     }
 }
@@ -184,6 +186,15 @@ impl ZkEnsembleBuilder {
         self
     }
 
+    /// Adds an argument to every Apache ZooKeeper server's `java` command line, before the main
+    /// class: a system property that `zoo.cfg` cannot set (e.g. `-Djute.maxbuffer=4194304`,
+    /// which the server reads as `jute.maxbuffer`, not `zookeeper.jute.maxbuffer`) or a JVM
+    /// option. Ignored for [`ServerProgram::HaZookeeper`].
+    pub fn jvm_arg(mut self, arg: impl Into<String>) -> Self {
+        self.jvm_args.push(arg.into());
+        self
+    }
+
     /// Runs server `i` (in sid order) in `hosts[i]`'s network namespace, listening on that
     /// host's address with ZooKeeper's default ports (2181, 2888, 3888), instead of on loopback
     /// with free ports. There must be one host per server.
@@ -257,6 +268,7 @@ pub struct ZkEnsemble {
     program: ServerProgram,
     heap_mb: u32,
     server_jvm: bool,
+    jvm_args: Vec<String>,
     start_timeout: Duration,
     servers: BTreeMap<u64, Server>,
     // Dropped after `servers` (field order), once the processes are gone.
@@ -371,6 +383,7 @@ impl ZkEnsemble {
             program: b.program.clone(),
             heap_mb: b.heap_mb,
             server_jvm: b.server_jvm,
+            jvm_args: b.jvm_args.clone(),
             start_timeout: b.start_timeout,
             servers,
             root,
@@ -414,6 +427,7 @@ impl ZkEnsemble {
         let program = self.program.clone();
         let heap = self.heap_mb;
         let server_jvm = self.server_jvm;
+        let jvm_args = self.jvm_args.clone();
         let server = self.server_mut(sid)?;
         if server.child.is_some() {
             return Ok(());
@@ -447,6 +461,7 @@ impl ZkEnsemble {
                     .arg("-XX:+UseSerialGC")
                     .arg("-XX:TieredStopAtLevel=1");
             }
+            command.args(&jvm_args);
             command
                 .arg("-Djava.net.preferIPv4Stack=true")
                 .arg("-Dzookeeper.admin.enableServer=false")

@@ -114,3 +114,29 @@ fn external_members_are_listed_in_every_config() -> Result<(), ha_testkit::Testk
     }
     Ok(())
 }
+
+#[test]
+fn jvm_arg_reaches_the_server_jvm_before_its_main_class() -> Result<(), ha_testkit::TestkitError> {
+    if !require_zookeeper("jvm_arg_reaches_the_server_jvm_before_its_main_class")? {
+        return Ok(());
+    }
+    let zk = ZkEnsemble::builder()
+        .jvm_arg("-Djute.maxbuffer=4194304")
+        .start()?;
+    let pid = zk.pid(1).expect("a running server has a pid");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("the server's cmdline");
+    let args: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let arg = args.iter().position(|a| a == "-Djute.maxbuffer=4194304");
+    let main = args
+        .iter()
+        .position(|a| a == "org.apache.zookeeper.server.quorum.QuorumPeerMain");
+    assert!(
+        matches!((arg, main), (Some(a), Some(m)) if a < m),
+        "the argument is a JVM option, before the main class: {args:?}"
+    );
+    assert_eq!(zk.srvr(1)?.mode, ServerMode::Standalone);
+    Ok(())
+}
