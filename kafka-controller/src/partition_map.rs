@@ -152,6 +152,11 @@ impl<V> PartitionMap<V> {
         self.slots.get_mut(i).map(|(_, v)| v)
     }
 
+    /// Makes room for `additional` more entries.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
+    }
+
     /// Sets the value of `tp`, returning the one it replaced.
     pub(crate) fn insert(&mut self, tp: TopicPartition, value: V) -> Option<V> {
         if let Some(slot) = self.slot(&tp).and_then(|i| self.slots.get_mut(i)) {
