@@ -152,6 +152,11 @@ impl<V> PartitionMap<V> {
         self.slots.get_mut(i).map(|(_, v)| v)
     }
 
+    /// Makes room for `additional` more entries.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.slots.reserve(additional);
+    }
+
     /// Sets the value of `tp`, returning the one it replaced.
     pub(crate) fn insert(&mut self, tp: TopicPartition, value: V) -> Option<V> {
         if let Some(slot) = self.slot(&tp).and_then(|i| self.slots.get_mut(i)) {
@@ -242,18 +247,29 @@ impl<V> PartitionMap<V> {
             .filter_map(|i| self.slots.get(i).map(|(tp, v)| (tp, v)))
     }
 
-    /// Every value, ordered by topic name, then partition, consuming the map.
-    pub(crate) fn into_values(self) -> impl Iterator<Item = V> {
+    /// Every value, ordered by topic name, then partition, consuming the map. Entries
+    /// inserted in that order (a pass over sorted partitions) are moved out once, in place.
+    pub(crate) fn into_values(self) -> std::vec::IntoIter<V> {
         let order = self.sorted_topics();
         let slot_order: Vec<usize> = order
             .into_iter()
             .filter_map(|t| self.topics.get(t))
             .flat_map(|(_, per_topic)| per_topic.slots())
             .collect();
+        let in_order = slot_order.len() == self.slots.len()
+            && slot_order.iter().enumerate().all(|(i, s)| i == *s);
+        if in_order {
+            let values: Vec<V> = self.slots.into_iter().map(|(_, v)| v).collect();
+            return values.into_iter();
+        }
         let mut slots: Vec<Option<V>> = self.slots.into_iter().map(|(_, v)| Some(v)).collect();
-        slot_order
-            .into_iter()
-            .filter_map(move |i| slots.get_mut(i).and_then(Option::take))
+        let mut values = Vec::with_capacity(slot_order.len());
+        for i in slot_order {
+            if let Some(v) = slots.get_mut(i).and_then(Option::take) {
+                values.push(v);
+            }
+        }
+        values.into_iter()
     }
 }
 
@@ -303,5 +319,39 @@ mod tests {
         assert_eq!(entries, expected);
         let values: Vec<u32> = map.into_values().collect();
         assert_eq!(values, reference.into_values().collect::<Vec<_>>());
+    }
+
+    /// Entries inserted in topic-name, partition order (the values are moved out as they
+    /// lie) and entries inserted out of order come out in the same order as from a
+    /// `BTreeMap`.
+    #[test]
+    fn partition_map_values_come_out_ordered_whatever_the_insertion_order() {
+        let a: Arc<str> = Arc::from("a");
+        let b: Arc<str> = Arc::from("b");
+        let sorted: Vec<TopicPartition> = [(&a, 0), (&a, 1), (&a, 7), (&b, 0), (&b, 2)]
+            .into_iter()
+            .map(|(t, p)| TopicPartition::new(t.clone(), p))
+            .collect();
+        for order in [
+            vec![0, 1, 2, 3, 4],
+            vec![3, 0, 4, 1, 2],
+            vec![0, 1, 2, 4, 3],
+        ] {
+            let mut map = PartitionMap::default();
+            let mut reference = BTreeMap::new();
+            for (n, i) in order.iter().enumerate() {
+                map.insert(sorted[*i].clone(), n);
+                reference.insert(sorted[*i].clone(), n);
+            }
+            // A replaced value keeps its slot.
+            map.insert(sorted[1].clone(), 99);
+            reference.insert(sorted[1].clone(), 99);
+            let values: Vec<usize> = map.into_values().collect();
+            assert_eq!(
+                values,
+                reference.into_values().collect::<Vec<_>>(),
+                "{order:?}"
+            );
+        }
     }
 }

@@ -9,6 +9,12 @@
 //! returns (K1.3, fenced by the controller epoch), and feeds the outcome to
 //! [`complete_election`]: success updates the context and queues LeaderAndIsr (K1.4),
 //! BADVERSION asks for a re-read and another try, NONODE fails the partition.
+//!
+//! The loop may first plan from the leadership the context holds
+//! ([`plan_election_quietly`]) and write it conditional on that leadership's version: the
+//! write succeeds only if the znode is still at that version, i.e. holds exactly what the
+//! read would have returned, so the outcome is the read-then-write one; a BADVERSION (or a
+//! plan that writes nothing) goes to the read path above.
 
 use tracing::{debug, info, warn};
 
@@ -278,8 +284,31 @@ pub struct PlannedElection {
 
 /// K1.1–K1.3: given the state just read from the store (`None`: no znode), runs `strategy`
 /// and returns the conditional write of the new leader, ISR, leader epoch + 1 and controller
-/// epoch, expecting the version that was read.
+/// epoch, expecting the version that was read. Logs why an election cannot happen.
 pub fn plan_election(
+    ctx: &ControllerContext,
+    tp: &TopicPartition,
+    read: Option<&PartitionLeadership>,
+    strategy: ElectionStrategy,
+) -> Result<PlannedElection, PartitionStateChangeError> {
+    let planned = plan_election_quietly(ctx, tp, read, strategy);
+    match &planned {
+        Err(PartitionStateChangeError::NewerControllerEpoch { found, .. }) => {
+            warn!(topic = %tp.topic, partition = tp.partition, controller_epoch = *found,
+                "partition state written by a newer controller; election aborted");
+        }
+        Err(PartitionStateChangeError::NoLeaderElected) => {
+            warn!(topic = %tp.topic, partition = tp.partition, ?strategy, "no eligible leader");
+        }
+        _ => {}
+    }
+    planned
+}
+
+/// [`plan_election`] without logging: the optimistic round plans from the leadership the
+/// context holds, and only a write it plans is acted on (anything else is decided again
+/// from a read of the store, which logs).
+pub fn plan_election_quietly(
     ctx: &ControllerContext,
     tp: &TopicPartition,
     read: Option<&PartitionLeadership>,
@@ -287,8 +316,6 @@ pub fn plan_election(
 ) -> Result<PlannedElection, PartitionStateChangeError> {
     let current = read.ok_or(PartitionStateChangeError::NoStateZnode)?;
     if current.controller_epoch > ctx.epoch {
-        warn!(topic = %tp.topic, partition = tp.partition, controller_epoch = current.controller_epoch,
-            "partition state written by a newer controller; election aborted");
         return Err(PartitionStateChangeError::NewerControllerEpoch {
             found: current.controller_epoch,
             ours: ctx.epoch,
@@ -297,17 +324,11 @@ pub fn plan_election(
     if ctx.partition_assignment(tp).is_none() {
         return Err(PartitionStateChangeError::UnknownPartition);
     }
-    let result = elect_in_context(ctx, tp, current, strategy).ok_or_else(|| {
-        warn!(topic = %tp.topic, partition = tp.partition, ?strategy, "no eligible leader");
-        PartitionStateChangeError::NoLeaderElected
-    })?;
+    let result = elect_in_context(ctx, tp, current, strategy)
+        .ok_or(PartitionStateChangeError::NoLeaderElected)?;
     let mut leadership = current.new_leader_and_isr(result.leader, result.isr, ctx.epoch);
-    if result.unclean {
-        warn!(topic = %tp.topic, partition = tp.partition, leader = result.leader,
-            "unclean leader election: data may be lost");
-        if ctx.leader_recovery_on_unclean {
-            leadership.leader_recovery_state = LeaderRecoveryState::Recovering;
-        }
+    if result.unclean && ctx.leader_recovery_on_unclean {
+        leadership.leader_recovery_state = LeaderRecoveryState::Recovering;
     }
     Ok(PlannedElection {
         write: PartitionStateWrite {
@@ -348,6 +369,10 @@ pub fn complete_election(
         WriteOutcome::Written { version } => {
             let mut lead = planned.write.leadership.clone();
             lead.partition_epoch = version;
+            if planned.unclean {
+                warn!(topic = %tp.topic, partition = tp.partition, leader = lead.leader,
+                    "unclean leader election: data may be lost");
+            }
             info!(topic = %tp.topic, partition = tp.partition, leader = lead.leader,
                 leader_epoch = lead.leader_epoch, controller_epoch = ctx.epoch,
                 "partition leader elected");

@@ -10,7 +10,10 @@
 
 use tracing::{debug, info, warn};
 
-use crate::context::{diff, ControllerContext, PartitionLeadership, PartitionReplica, NO_LEADER};
+use crate::context::{
+    diff, BrokerId, ControllerContext, PartitionLeadership, PartitionReplica, TopicPartition,
+    NO_LEADER,
+};
 use crate::partition_state_machine::{PartitionStateWrite, WriteKind, WriteOutcome};
 use crate::request_batch::ControllerBrokerRequestBatch;
 
@@ -113,8 +116,42 @@ pub fn handle_state_changes(
     target: ReplicaState,
 ) -> ReplicaPass {
     let mut pass = ReplicaPass::default();
+    if matches!(target, ReplicaState::Online | ReplicaState::New) {
+        // Each replica queues at most one LeaderAndIsr state for its broker.
+        batch.reserve_leader_and_isr(replicas.iter().map(|r| r.replica));
+    }
+    // Consecutive replicas of one partition going Online with a leadership queue their
+    // LeaderAndIsr together: one call for their brokers gives each broker the state one call
+    // per replica gives (the context does not change in between), and the partition's
+    // UpdateMetadata state is built once. Anything else flushes the group first.
+    let mut group: Option<(&TopicPartition, Vec<BrokerId>)> = None;
+    let flush = |group: &mut Option<(&TopicPartition, Vec<BrokerId>)>,
+                 ctx: &ControllerContext,
+                 batch: &mut ControllerBrokerRequestBatch| {
+        if let Some((tp, brokers)) = group.take() {
+            batch.add_leader_and_isr(ctx, &brokers, tp, false);
+        }
+    };
     for r in replicas {
         let from = ctx.replica_state(r);
+        let joins = target == ReplicaState::Online
+            && from != ReplicaState::New
+            && target.is_valid_transition_from(from)
+            && ctx.leadership(&r.tp).is_some();
+        if joins {
+            match &mut group {
+                Some((tp, brokers)) if **tp == r.tp => brokers.push(r.replica),
+                _ => {
+                    flush(&mut group, ctx, batch);
+                    group = Some((&r.tp, vec![r.replica]));
+                }
+            }
+            debug!(topic = %r.tp.topic, partition = r.tp.partition, broker = r.replica, ?from,
+                to = ?target, "replica state change");
+            ctx.put_replica_state(r.clone(), target);
+            continue;
+        }
+        flush(&mut group, ctx, batch);
         if !target.is_valid_transition_from(from) {
             warn!(topic = %r.tp.topic, partition = r.tp.partition, broker = r.replica, ?from,
                 to = ?target, "invalid replica state transition refused");
@@ -176,6 +213,7 @@ pub fn handle_state_changes(
             to = ?target, "replica state change");
         ctx.put_replica_state(r.clone(), target);
     }
+    flush(&mut group, ctx, batch);
     pass
 }
 
@@ -265,7 +303,13 @@ pub fn complete_isr_removal(
     };
     ctx.put_leadership(r.tp.clone(), lead.clone());
     if !ctx.is_topic_queued_for_deletion(&r.tp.topic) {
-        let others = diff(&ctx.partition_replicas(&r.tp), &[r.replica]);
+        let others: Vec<_> = ctx
+            .partition_assignment(&r.tp)
+            .map_or(&[][..], |a| &a.replicas)
+            .iter()
+            .copied()
+            .filter(|b| *b != r.replica)
+            .collect();
         batch.add_leader_and_isr(ctx, &others, &r.tp, false);
     }
     ctx.put_replica_state(r.clone(), ReplicaState::Offline);

@@ -171,6 +171,9 @@ pub struct BatchNotEmpty;
 #[derive(Clone, Debug, Default)]
 pub struct ControllerBrokerRequestBatch {
     leader_and_isr: BTreeMap<BrokerId, PartitionMap<LeaderAndIsrPartitionState>>,
+    /// Room to make in a broker's LeaderAndIsr map when its first state is queued
+    /// ([`reserve_leader_and_isr`](Self::reserve_leader_and_isr)); not part of the batch.
+    leader_and_isr_room: BTreeMap<BrokerId, usize>,
     stop_replica: BTreeMap<BrokerId, PartitionMap<StopReplicaPartitionState>>,
     update_metadata_brokers: BTreeSet<BrokerId>,
     update_metadata_partitions: PartitionMap<UpdateMetadataPartitionState>,
@@ -204,6 +207,22 @@ impl ControllerBrokerRequestBatch {
         *self = Self::default();
     }
 
+    /// Makes room for one more LeaderAndIsr state per occurrence of a broker in `brokers`
+    /// (a pass about to queue many: the per-broker maps grow once, not by doubling).
+    pub fn reserve_leader_and_isr(&mut self, brokers: impl IntoIterator<Item = BrokerId>) {
+        let mut counts: BTreeMap<BrokerId, usize> = BTreeMap::new();
+        for b in brokers.into_iter().filter(|b| *b >= 0) {
+            *counts.entry(b).or_default() += 1;
+        }
+        for (b, n) in counts {
+            match self.leader_and_isr.get_mut(&b) {
+                Some(per_broker) => per_broker.reserve(n),
+                // No empty entry: an empty map would make the batch look non-empty.
+                None => *self.leader_and_isr_room.entry(b).or_default() += n,
+            }
+        }
+    }
+
     /// Queues a LeaderAndIsr for `tp` to `brokers` (negative ids ignored) carrying the
     /// context's cached leadership and full assignment; `is_new` is OR-merged with what is
     /// already queued. Also queues `tp` in UpdateMetadata for every live-or-shutting-down
@@ -221,7 +240,13 @@ impl ControllerBrokerRequestBatch {
         let empty = ReplicaAssignment::default();
         let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
         for &b in brokers.iter().filter(|b| **b >= 0) {
-            let per_broker = self.leader_and_isr.entry(b).or_default();
+            let per_broker = self.leader_and_isr.entry(b).or_insert_with(|| {
+                let mut m = PartitionMap::default();
+                if let Some(n) = self.leader_and_isr_room.remove(&b) {
+                    m.reserve(n);
+                }
+                m
+            });
             match per_broker.get_mut(tp) {
                 // Queued already in this pass: refresh it in place (no new allocations).
                 Some(s) => {

@@ -358,8 +358,10 @@ mod zookeeper {
     }
 }
 
-/// The controller's own writes in one event: the states its elections wrote are not read
-/// again by the ISR removals of the same broker failure.
+/// The controller's reads in a broker failure: elections and ISR removals write first,
+/// conditional on the version the context holds, and read only what got BADVERSION (or what
+/// they would not write); the outcomes are those of Kafka's read-then-write. The states its
+/// elections wrote are not read again by the ISR removals of the same event.
 mod own_writes {
     use std::collections::BTreeMap;
     use std::sync::Mutex;
@@ -369,7 +371,7 @@ mod own_writes {
     use ha_coordination::{CoordinationLayer, MemoryCoordination, Stat};
     use kafka_controller::admin;
     use kafka_controller::broker_channel::MemoryBrokerChannel;
-    use kafka_controller::controller::{Controller, ControllerConfig};
+    use kafka_controller::controller::{Controller, ControllerConfig, ControllerHandle};
     use kafka_controller::zk_data::{BrokerRegistration, PartitionStateZNode};
 
     use super::*;
@@ -386,6 +388,13 @@ mod own_writes {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .extend(paths.into_iter().filter(|p| p.ends_with("/state")).cloned());
+        }
+
+        fn take(&self) -> Vec<String> {
+            let mut reads =
+                std::mem::take(&mut *self.state_reads.lock().unwrap_or_else(|e| e.into_inner()));
+            reads.sort();
+            reads
         }
     }
 
@@ -411,17 +420,57 @@ mod own_writes {
         }
     }
 
-    async fn state_of(c: &dyn Coordination, p: i32) -> Option<PartitionStateZNode> {
-        let (data, _) = c
+    async fn state_of(c: &dyn Coordination, p: i32) -> Option<(PartitionStateZNode, i32)> {
+        let (data, stat) = c
             .get_data(&paths::partition_state("t", p), false)
             .await
             .ok()?;
-        PartitionStateZNode::from_json(&data).ok()
+        Some((PartitionStateZNode::from_json(&data).ok()?, stat.version))
     }
 
-    #[tokio::test]
-    async fn k1_isr_removals_do_not_read_again_the_states_the_elections_of_the_same_event_wrote(
+    /// (leader, ISR, leader epoch, znode version) of a partition state.
+    type Summary = (i32, Vec<i32>, i32, i32);
+
+    /// The [`Summary`] of partition `p` of topic `t`.
+    async fn summary(c: &dyn Coordination, p: i32) -> Option<Summary> {
+        state_of(c, p)
+            .await
+            .map(|(s, v)| (s.leader, s.isr, s.leader_epoch, v))
+    }
+
+    /// Rewrites partition `p`'s state as its leader would (an ISR change), behind the
+    /// controller's back: the context keeps the state it loaded.
+    async fn external_isr_change(
+        c: &dyn Coordination,
+        p: i32,
+        leader: i32,
+        isr: Vec<i32>,
     ) -> TestResult {
+        let (current, version) = state_of(c, p).await.ok_or("state exists")?;
+        let changed =
+            PartitionStateZNode::new(leader, current.leader_epoch, current.controller_epoch, isr);
+        c.set_data(
+            &paths::partition_state("t", p),
+            &changed.to_json()?,
+            version,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Brokers 1–3 with the controller on broker 1 (its reads recorded) and topic `t` of
+    /// `assignment` created (every state at version 0, leader the first replica).
+    struct Cluster {
+        tree: MemoryTree,
+        admin: MemoryCoordination,
+        recorder: Arc<RecordReads>,
+        sessions: BTreeMap<i32, Arc<dyn Coordination>>,
+        handle: ControllerHandle,
+    }
+
+    async fn cluster(
+        assignment: &BTreeMap<i32, Vec<i32>>,
+    ) -> Result<Cluster, Box<dyn std::error::Error>> {
         let tree = MemoryTree::new();
         let admin_session = tree.connect();
         KafkaZkClient::new(Arc::new(admin_session.clone()))
@@ -454,21 +503,10 @@ mod own_writes {
             Arc::new(MemoryBrokerChannel::new()),
         );
         assert_eq!(handle.wait_active(Duration::from_secs(10)).await, Some(1));
-        // Led by 2: 0, 1; followed by 2: 2, 3, 4; without 2: 5.
-        let assignment: BTreeMap<i32, Vec<i32>> = [
-            (0, vec![2, 1, 3]),
-            (1, vec![2, 3, 1]),
-            (2, vec![1, 2, 3]),
-            (3, vec![3, 2, 1]),
-            (4, vec![1, 3, 2]),
-            (5, vec![1, 3]),
-        ]
-        .into_iter()
-        .collect();
-        admin::create_topic_with_assignment(&admin_session, "t", &assignment).await?;
+        admin::create_topic_with_assignment(&admin_session, "t", assignment).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        for p in 0..6 {
-            while state_of(&admin_session, p).await.is_none() {
+        for p in assignment.keys() {
+            while state_of(&admin_session, *p).await.is_none() {
                 assert!(
                     tokio::time::Instant::now() < deadline,
                     "partition {p} created"
@@ -477,44 +515,173 @@ mod own_writes {
             }
         }
         handle.sync().await;
-        recorder
-            .state_reads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        assert!(tree.expire(sessions[&2].session_id()));
-        let moved =
-            |s: &Option<PartitionStateZNode>| s.as_ref().is_some_and(|s| !s.isr.contains(&2));
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        for p in 0..5 {
-            while !moved(&state_of(&admin_session, p).await) {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "partition {p} moved"
-                );
-                tokio::time::sleep(Duration::from_millis(5)).await;
+        recorder.take();
+        Ok(Cluster {
+            tree,
+            admin: admin_session,
+            recorder,
+            sessions,
+            handle,
+        })
+    }
+
+    impl Cluster {
+        /// Broker 2's session expires; waits until every partition in `changed` has a state
+        /// other than `before` (or none), then until the controller is idle.
+        async fn fail_broker_2(&self, changed: &[(i32, Option<Summary>)]) -> TestResult {
+            assert!(self.tree.expire(self.sessions[&2].session_id()));
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            for (p, before) in changed {
+                while summary(&self.admin, *p).await == *before {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "partition {p} changed"
+                    );
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
             }
+            self.handle.sync().await;
+            Ok(())
         }
-        handle.sync().await;
-        let state = |p: i32| paths::partition_state("t", p);
+    }
+
+    fn assignment(entries: &[(i32, &[i32])]) -> BTreeMap<i32, Vec<i32>> {
+        entries.iter().map(|(p, r)| (*p, r.to_vec())).collect()
+    }
+
+    fn state(p: i32) -> String {
+        paths::partition_state("t", p)
+    }
+
+    #[tokio::test]
+    async fn k1_a_broker_failure_on_a_current_context_writes_without_reading_any_state(
+    ) -> TestResult {
+        // Led by 2: 0, 1; followed by 2: 2, 3, 4; without 2: 5.
+        let c = cluster(&assignment(&[
+            (0, &[2, 1, 3]),
+            (1, &[2, 3, 1]),
+            (2, &[1, 2, 3]),
+            (3, &[3, 2, 1]),
+            (4, &[1, 3, 2]),
+            (5, &[1, 3]),
+        ]))
+        .await?;
+        let mut unchanged = Vec::new();
+        for p in 0..5 {
+            unchanged.push((p, summary(&c.admin, p).await));
+        }
+        c.fail_broker_2(&unchanged).await?;
+        assert_eq!(summary(&c.admin, 0).await, Some((1, vec![1, 3], 1, 1)));
+        assert_eq!(summary(&c.admin, 1).await, Some((3, vec![3, 1], 1, 1)));
+        assert_eq!(summary(&c.admin, 2).await, Some((1, vec![1, 3], 1, 1)));
+        assert_eq!(summary(&c.admin, 3).await, Some((3, vec![3, 1], 1, 1)));
+        assert_eq!(summary(&c.admin, 4).await, Some((1, vec![1, 3], 1, 1)));
+        assert_eq!(summary(&c.admin, 5).await, Some((1, vec![1, 3], 0, 0)));
+        // The context held every state at its version: each election and ISR removal was
+        // one conditional write, no state was read (and the ISR removals of 0 and 1 took the
+        // elections' own writes).
+        assert_eq!(c.recorder.take(), Vec::<String>::new());
+        c.handle.shutdown();
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn k1_3_states_changed_behind_the_controller_are_read_and_decided_again_as_kafka_does(
+    ) -> TestResult {
+        let c = cluster(&assignment(&[
+            (0, &[2, 1, 3]),
+            (1, &[2, 3, 1]),
+            (2, &[1, 2, 3]),
+            (3, &[3, 2, 1]),
+            (4, &[1, 3, 2]),
+        ]))
+        .await?;
+        // The leaders change ISRs after the controller loaded them (versions 0 → 1):
+        // 0: broker 1 fell out (the election must pick 3, not 1);
+        external_isr_change(&c.admin, 0, 2, vec![2, 3]).await?;
+        // 1: only 2 is in sync (no clean leader: the election fails, the partition stays
+        // offline, the ISR removal keeps the one-member ISR and sets leader -1);
+        external_isr_change(&c.admin, 1, 2, vec![2]).await?;
+        // 2: 2 already fell out (nothing to remove: no write);
+        external_isr_change(&c.admin, 2, 1, vec![1, 3]).await?;
+        // 3: 1 fell out (the removal of 2 leaves [3], not [3, 1]).
+        external_isr_change(&c.admin, 3, 3, vec![3, 2]).await?;
+        let mut watched = Vec::new();
+        for p in [0, 1, 3, 4] {
+            watched.push((p, summary(&c.admin, p).await));
+        }
+        c.fail_broker_2(&watched).await?;
+        // Each conflicting state was written on top of the newer one, with its leader epoch
+        // bumped once, or left alone where Kafka's decision from the newer state writes
+        // nothing.
+        assert_eq!(summary(&c.admin, 0).await, Some((3, vec![3], 1, 2)));
+        assert_eq!(summary(&c.admin, 1).await, Some((-1, vec![2], 1, 2)));
+        assert_eq!(summary(&c.admin, 2).await, Some((1, vec![1, 3], 0, 1)));
+        assert_eq!(summary(&c.admin, 3).await, Some((3, vec![3], 1, 2)));
+        assert_eq!(summary(&c.admin, 4).await, Some((1, vec![1, 3], 1, 1)));
+        // Read: the four whose optimistic write got BADVERSION (1 twice: by its failed
+        // election, then by its ISR removal, as Kafka reads it); 4 was written directly.
         assert_eq!(
-            state_of(&admin_session, 0).await.map(|s| (s.leader, s.isr)),
-            Some((1, vec![1, 3]))
+            c.recorder.take(),
+            vec![state(0), state(1), state(1), state(2), state(3)]
         );
+        c.handle.shutdown();
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn k1_a_deleted_state_znode_fails_its_election_and_isr_removal_and_is_not_recreated(
+    ) -> TestResult {
+        let c = cluster(&assignment(&[
+            (0, &[2, 1, 3]),
+            (1, &[1, 2, 3]),
+            (2, &[3, 2, 1]),
+        ]))
+        .await?;
+        c.admin.delete(&state(0), -1).await?;
+        c.admin.delete(&state(1), -1).await?;
+        c.fail_broker_2(&[(2, summary(&c.admin, 2).await)]).await?;
+        assert_eq!(summary(&c.admin, 0).await, None);
+        assert_eq!(summary(&c.admin, 1).await, None);
+        assert!(c.admin.exists(&state(0), false).await?.is_none());
+        assert!(c.admin.exists(&state(1), false).await?.is_none());
+        assert_eq!(summary(&c.admin, 2).await, Some((3, vec![3, 1], 1, 1)));
+        // NONODE from the conditional write is the answer the read would have given.
+        assert_eq!(c.recorder.take(), Vec::<String>::new());
+        c.handle.shutdown();
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn kafka_6082_a_fenced_controller_writes_no_election_and_no_isr_removal() -> TestResult {
+        let c = cluster(&assignment(&[(0, &[2, 1, 3]), (1, &[1, 2, 3])])).await?;
+        let before = (summary(&c.admin, 0).await, summary(&c.admin, 1).await);
+        // Another controller bumped the epoch (its own write of `/controller_epoch`).
+        let (epoch, version) = c.admin.get_data(paths::CONTROLLER_EPOCH, false).await?;
+        let next: i32 = std::str::from_utf8(&epoch)?.trim().parse::<i32>()? + 1;
+        c.admin
+            .set_data(
+                paths::CONTROLLER_EPOCH,
+                next.to_string().as_bytes(),
+                version.version,
+            )
+            .await?;
+        let first = c.handle.status().active_epoch;
+        assert!(c.tree.expire(c.sessions[&2].session_id()));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while c.handle.status().active_epoch == first {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "controller resigned"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        c.handle.sync().await;
         assert_eq!(
-            state_of(&admin_session, 1).await.map(|s| (s.leader, s.isr)),
-            Some((3, vec![3, 1]))
+            (summary(&c.admin, 0).await, summary(&c.admin, 1).await),
+            before
         );
-        let mut reads = recorder
-            .state_reads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        reads.sort();
-        // Each partition with a replica on broker 2 is read once: 0 and 1 by their elections
-        // (and not again by the ISR removals), 2, 3 and 4 by the ISR removals.
-        assert_eq!(reads, (0..5).map(state).collect::<Vec<_>>());
-        handle.shutdown();
+        c.handle.shutdown();
         Ok(())
     }
 }

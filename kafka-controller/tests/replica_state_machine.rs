@@ -314,3 +314,89 @@ fn k2_1_deletion_path_stop_replica_with_delete_then_replica_vanishes() {
     assert_eq!(ctx.replica_state(&r), NonExistent);
     assert_eq!(ctx.partition_replicas(&tp("t", 0)), vec![1]);
 }
+
+/// The Online pass queues the LeaderAndIsr of consecutive replicas of one partition in one
+/// call; the requests must be exactly those of one call per replica in order (Kafka's
+/// `addLeaderAndIsrRequestForBrokers(Seq(replicaId), …)`), also when a New replica of the
+/// same partition in the middle changes its assignment, a replica is refused, or a partition
+/// has no leadership.
+#[test]
+fn k6_8_online_pass_queues_the_requests_of_one_call_per_replica() {
+    let setup = || {
+        let mut ctx = context(&[1, 2, 3, 4]);
+        let mut store = FakeStore::default();
+        add_partition(
+            &mut ctx,
+            &mut store,
+            "a",
+            0,
+            &[1, 2, 3],
+            Some((1, &[1, 2, 3])),
+        );
+        add_partition(&mut ctx, &mut store, "a", 1, &[2, 3], Some((2, &[2])));
+        add_partition(&mut ctx, &mut store, "b", 0, &[3, 1], None);
+        add_partition(&mut ctx, &mut store, "b", 1, &[4, 1, 2], Some((4, &[4, 1])));
+        ctx
+    };
+    let replicas = vec![
+        PartitionReplica::new(tp("a", 0), 1),
+        PartitionReplica::new(tp("a", 0), 2),
+        PartitionReplica::new(tp("a", 0), 4), // New: joins the assignment
+        PartitionReplica::new(tp("a", 0), 3),
+        PartitionReplica::new(tp("a", 1), 2),
+        PartitionReplica::new(tp("a", 1), 3), // refused: DeletionSuccessful
+        PartitionReplica::new(tp("b", 0), 3), // no leadership
+        PartitionReplica::new(tp("b", 0), 1),
+        PartitionReplica::new(tp("b", 1), 4),
+        PartitionReplica::new(tp("b", 1), 1),
+        PartitionReplica::new(tp("b", 1), 2),
+    ];
+    let states = |ctx: &mut kafka_controller::context::ControllerContext| {
+        for r in &replicas {
+            ctx.put_replica_state(r.clone(), Online);
+        }
+        ctx.put_replica_state(PartitionReplica::new(tp("a", 0), 4), New);
+        ctx.put_replica_state(PartitionReplica::new(tp("a", 1), 3), DeletionSuccessful);
+    };
+    let mut grouped_ctx = setup();
+    states(&mut grouped_ctx);
+    let mut grouped = ControllerBrokerRequestBatch::new();
+    let pass = handle_state_changes(&mut grouped_ctx, &mut grouped, &replicas, Online);
+    assert_eq!(pass.invalid.len(), 1);
+
+    // The reference: one call per replica, in order, as the transitions of Kafka's pass.
+    let mut one_ctx = setup();
+    states(&mut one_ctx);
+    let mut one_by_one = ControllerBrokerRequestBatch::new();
+    for r in &replicas {
+        match one_ctx.replica_state(r) {
+            New => {
+                let mut a = one_ctx
+                    .partition_assignment(&r.tp)
+                    .cloned()
+                    .unwrap_or_default();
+                if !a.replicas.contains(&r.replica) {
+                    a.replicas.push(r.replica);
+                    one_ctx.set_partition_assignment(&r.tp, a);
+                }
+            }
+            DeletionSuccessful => continue,
+            _ if one_ctx.leadership(&r.tp).is_some() => {
+                one_by_one.add_leader_and_isr(&one_ctx, &[r.replica], &r.tp, false);
+            }
+            _ => {}
+        }
+        one_ctx.put_replica_state(r.clone(), Online);
+    }
+    assert_eq!(
+        grouped.send_requests(&grouped_ctx),
+        one_by_one.send_requests(&one_ctx)
+    );
+    for r in &replicas[..5] {
+        assert_eq!(grouped_ctx.replica_state(r), Online);
+    }
+    assert_eq!(
+        grouped_ctx.partition_replicas(&tp("a", 0)),
+        vec![1, 2, 3, 4]
+    );
+}

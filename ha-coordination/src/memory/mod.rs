@@ -37,11 +37,14 @@ struct ClientEntry {
     held: Vec<CoordinationEvent>,
 }
 
+/// Watching sessions by path (foldhash: every change looks its path up).
+type Watches = HashMap<String, BTreeSet<SessionId>, foldhash::fast::RandomState>;
+
 /// Everything behind the lock.
 struct Shared {
     tree: Tree,
-    data_watches: HashMap<String, BTreeSet<SessionId>>,
-    child_watches: HashMap<String, BTreeSet<SessionId>>,
+    data_watches: Watches,
+    child_watches: Watches,
     ephemerals: HashMap<SessionId, BTreeSet<String>>,
     sessions: HashMap<SessionId, ClientId>,
     clients: HashMap<ClientId, ClientEntry>,
@@ -122,10 +125,10 @@ impl Shared {
     fn transact(
         &mut self,
         client: ClientId,
-        ops: &[Op],
+        ops: Vec<Op>,
     ) -> Result<Vec<OpResult>, CoordinationError> {
         let session = self.usable_session(client)?;
-        let done = self.tree.apply(ops, session)?;
+        let done = self.tree.apply_owned(ops, session)?;
         for (owner, path) in done.ephemerals_created {
             self.ephemerals.entry(owner).or_default().insert(path);
         }
@@ -277,8 +280,8 @@ impl MemoryTree {
         MemoryTree {
             shared: Arc::new(Mutex::new(Shared {
                 tree: Tree::new(),
-                data_watches: HashMap::new(),
-                child_watches: HashMap::new(),
+                data_watches: Watches::default(),
+                child_watches: Watches::default(),
                 ephemerals: HashMap::new(),
                 sessions: HashMap::new(),
                 clients: HashMap::new(),
@@ -439,7 +442,7 @@ impl MemoryCoordination {
     fn single(&self, op: Op) -> Result<OpResult, CoordinationError> {
         let mut shared = self.lock();
         let mut results = shared
-            .transact(self.client(), std::slice::from_ref(&op))
+            .transact(self.client(), vec![op])
             .map_err(|e| match e {
                 CoordinationError::MultiOpFailed { error, .. } => *error,
                 other => other,
@@ -496,7 +499,7 @@ impl Coordination for MemoryCoordination {
         let mut shared = self.lock();
         let op = Op::create(path, data.to_vec(), mode);
         let results = shared
-            .transact(self.client(), std::slice::from_ref(&op))
+            .transact(self.client(), vec![op])
             .map_err(|e| match e {
                 CoordinationError::MultiOpFailed { error, .. } => *error,
                 other => other,
@@ -614,6 +617,6 @@ impl Coordination for MemoryCoordination {
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, CoordinationError> {
-        self.lock().transact(self.client(), &ops)
+        self.lock().transact(self.client(), ops)
     }
 }

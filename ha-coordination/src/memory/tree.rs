@@ -57,7 +57,8 @@ pub(super) enum Trigger {
 enum Undo {
     Created(String),
     Deleted(String, Node),
-    DataChanged(String, Vec<u8>, Stat),
+    /// The data and stat the node at the path of the transaction's op `usize` had.
+    DataChanged(usize, Vec<u8>, Stat),
     ChildAdded {
         parent: String,
         name: String,
@@ -82,16 +83,19 @@ pub(super) struct Committed {
     pub(super) ephemerals_deleted: Vec<(SessionId, String)>,
 }
 
+/// The nodes by path (foldhash: paths are hashed on every operation).
+type Nodes = HashMap<String, Node, foldhash::fast::RandomState>;
+
 /// The data tree.
 pub(super) struct Tree {
-    nodes: HashMap<String, Node>,
+    nodes: Nodes,
     zxid: i64,
 }
 
 impl Tree {
     /// A tree holding only `/`.
     pub(super) fn new() -> Tree {
-        let mut nodes = HashMap::new();
+        let mut nodes = Nodes::default();
         nodes.insert("/".to_string(), Node::new(Vec::new(), 0, 0));
         Tree { nodes, zxid: 0 }
     }
@@ -122,18 +126,46 @@ impl Tree {
         owner: SessionId,
         zxid: i64,
     ) -> Result<Committed, CoordinationError> {
+        self.apply_ops(ops, std::iter::repeat_with(|| None), owner, zxid)
+    }
+
+    /// As [`apply`](Self::apply), taking the ops: the nodes take their data without a copy.
+    pub(super) fn apply_owned(
+        &mut self,
+        mut ops: Vec<Op>,
+        owner: SessionId,
+    ) -> Result<Committed, CoordinationError> {
+        let data: Vec<Option<Vec<u8>>> = ops
+            .iter_mut()
+            .map(|op| match op {
+                Op::Create { data, .. } | Op::SetData { data, .. } => Some(std::mem::take(data)),
+                _ => None,
+            })
+            .collect();
+        self.apply_ops(&ops, data, owner, self.zxid + 1)
+    }
+
+    /// Applies `ops`, all or nothing; `data` gives, op by op, the data of a create or set
+    /// taken out of it (`None`: copy the op's own data).
+    fn apply_ops(
+        &mut self,
+        ops: &[Op],
+        data: impl IntoIterator<Item = Option<Vec<u8>>>,
+        owner: SessionId,
+        zxid: i64,
+    ) -> Result<Committed, CoordinationError> {
         let mut undo = Vec::new();
         let mut done = Committed {
             results: Vec::with_capacity(ops.len()),
-            triggers: Vec::new(),
+            triggers: Vec::with_capacity(ops.len()),
             ephemerals_created: Vec::new(),
             ephemerals_deleted: Vec::new(),
         };
-        for (index, op) in ops.iter().enumerate() {
-            match self.apply_op(op, owner, zxid, &mut undo, &mut done) {
+        for ((index, op), taken) in ops.iter().enumerate().zip(data) {
+            match self.apply_op(index, op, taken, owner, zxid, &mut undo, &mut done) {
                 Ok(result) => done.results.push(result),
                 Err(error) => {
-                    self.rollback(undo);
+                    self.rollback(undo, ops);
                     return Err(CoordinationError::MultiOpFailed {
                         index,
                         error: Box::new(error),
@@ -155,9 +187,12 @@ impl Tree {
             })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn apply_op(
         &mut self,
+        index: usize,
         op: &Op,
+        taken: Option<Vec<u8>>,
         owner: SessionId,
         zxid: i64,
         undo: &mut Vec<Undo>,
@@ -204,10 +239,9 @@ impl Tree {
                 parent_node.stat.cversion = parent_node.stat.cversion.wrapping_add(1);
                 parent_node.stat.pzxid = zxid;
                 let ephemeral_owner = if mode.is_ephemeral() { owner } else { 0 };
-                self.nodes.insert(
-                    created.clone(),
-                    Node::new(data.clone(), zxid, ephemeral_owner),
-                );
+                let data = taken.unwrap_or_else(|| data.clone());
+                self.nodes
+                    .insert(created.clone(), Node::new(data, zxid, ephemeral_owner));
                 undo.push(Undo::Created(created.clone()));
                 if ephemeral_owner != 0 {
                     done.ephemerals_created
@@ -225,12 +259,13 @@ impl Tree {
                 validate_path(path, false)?;
                 let node = self.node_mut(path)?;
                 check_version(path, node, *version)?;
-                let old_data = std::mem::replace(&mut node.data, data.clone());
+                let data = taken.unwrap_or_else(|| data.clone());
+                let old_data = std::mem::replace(&mut node.data, data);
                 let old_stat = node.stat;
                 node.stat.version = node.stat.version.wrapping_add(1);
                 node.stat.mzxid = zxid;
                 let stat = node.full_stat();
-                undo.push(Undo::DataChanged(path.clone(), old_data, old_stat));
+                undo.push(Undo::DataChanged(index, old_data, old_stat));
                 done.triggers.push(Trigger::DataChanged(path.clone()));
                 Ok(OpResult::SetData { stat })
             }
@@ -274,7 +309,7 @@ impl Tree {
         }
     }
 
-    fn rollback(&mut self, undo: Vec<Undo>) {
+    fn rollback(&mut self, undo: Vec<Undo>, ops: &[Op]) {
         for entry in undo.into_iter().rev() {
             match entry {
                 Undo::Created(path) => {
@@ -283,8 +318,12 @@ impl Tree {
                 Undo::Deleted(path, node) => {
                     self.nodes.insert(path, node);
                 }
-                Undo::DataChanged(path, data, stat) => {
-                    if let Some(node) = self.nodes.get_mut(&path) {
+                Undo::DataChanged(index, data, stat) => {
+                    let path = match ops.get(index) {
+                        Some(Op::SetData { path, .. }) => path.as_str(),
+                        _ => continue,
+                    };
+                    if let Some(node) = self.nodes.get_mut(path) {
                         node.data = data;
                         node.stat = stat;
                     }

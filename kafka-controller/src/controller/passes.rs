@@ -2,10 +2,26 @@
 //! read, plan, conditional write, re-read and retry on BADVERSION), ISR removals of replicas
 //! going offline, and leader-epoch bumps. Each round reads and writes every pending partition
 //! with all requests in flight at once.
+//!
+//! Elections and ISR removals start with an optimistic round: the decision is taken from the
+//! leadership the context holds (what this controller last read or wrote, with its znode
+//! version) and the write is conditional on that version, so it lands only if the znode
+//! still holds exactly that state — the write Kafka's read-then-write (`KafkaZkClient.
+//! getTopicPartitionStatesRaw`, then `updateLeaderAndIsr`) would have made. A write that gets
+//! BADVERSION, and every partition whose decision from the context writes nothing (no
+//! eligible leader, replica not in the ISR, no cached leadership), goes through Kafka's path:
+//! read, decide again, conditional write, re-read and retry on BADVERSION. A NONODE answer is
+//! the one the read would have given (the state znode is gone) and fails the partition as the
+//! read path does. The round is not counted among the retries. A state znode deleted and
+//! created again by someone else at the version the context holds would be overwritten
+//! without being read; the controller never does that (a topic is recreated only after its
+//! deletion left the context), and Kafka's brokers make the same assumption when they update
+//! the ISR with their cached version.
 
 use crate::context::{PartitionLeadership, PartitionReplica, TopicPartition};
 use crate::partition_state_machine::{
-    complete_election, complete_initialization, plan_election, ElectionStep, PartitionPass,
+    complete_election, complete_initialization, plan_election, plan_election_quietly, ElectionStep,
+    PartitionPass,
 };
 use crate::reassignment::{complete_epoch_bump, plan_epoch_bump, EpochBumpStep};
 use crate::replica_state_machine::{
@@ -46,7 +62,9 @@ impl Active {
         let Some(strategy) = pass.strategy else {
             return Ok(done);
         };
-        let mut pending = pass.elections;
+        let mut pending = self
+            .optimistic_elections(pass.elections, strategy, &mut done)
+            .await?;
         for _round in 0..=max_retries {
             if pending.is_empty() {
                 break;
@@ -87,6 +105,103 @@ impl Active {
         Ok(done)
     }
 
+    /// The optimistic round of elections (module docs): plans from the context's leadership,
+    /// writes conditional on its version, completes what was written or is gone, and returns
+    /// the partitions to read and decide again, in their original order.
+    async fn optimistic_elections(
+        &mut self,
+        elections: Vec<TopicPartition>,
+        strategy: crate::election::ElectionStrategy,
+        done: &mut Vec<TopicPartition>,
+    ) -> Result<Vec<TopicPartition>, ControllerError> {
+        let mut planned = Vec::new();
+        let mut plan_of = Vec::with_capacity(elections.len());
+        for tp in &elections {
+            let cached = self.ctx.leadership(tp);
+            match cached.map(|l| plan_election_quietly(&self.ctx, tp, Some(l), strategy)) {
+                Some(Ok(p)) => {
+                    plan_of.push(Some(planned.len()));
+                    planned.push(p);
+                }
+                _ => plan_of.push(None),
+            }
+        }
+        if planned.is_empty() {
+            return Ok(elections);
+        }
+        let writes: Vec<_> = planned.iter().map(|p| &p.write).collect();
+        let outcomes = self.store.write_states(&writes).await?;
+        let mut again = vec![false; planned.len()];
+        for ((i, p), o) in planned.iter().enumerate().zip(outcomes) {
+            match complete_election(&mut self.ctx, &mut self.batch, p, o) {
+                ElectionStep::Elected(_) => done.push(p.write.tp.clone()),
+                ElectionStep::Retry => again[i] = true,
+                ElectionStep::Failed(e) => tracing::warn!(topic = %p.write.tp.topic,
+                    partition = p.write.tp.partition, error = %e, "election failed"),
+            }
+        }
+        Ok(elections
+            .into_iter()
+            .zip(plan_of)
+            .filter(|(_, i)| i.is_none_or(|i| again[i]))
+            .map(|(tp, _)| tp)
+            .collect())
+    }
+
+    /// The optimistic round of ISR removals (module docs), for the first removal of each
+    /// partition: plans from the context's leadership, writes conditional on its version,
+    /// completes what was written or is gone, and returns the removals to read and decide
+    /// again, in their original order.
+    async fn optimistic_isr_removals(
+        &mut self,
+        removals: Vec<PartitionReplica>,
+    ) -> Result<Vec<PartitionReplica>, ControllerError> {
+        let mut seen = crate::partition_map::PartitionMap::default();
+        let mut planned = Vec::new();
+        let mut plan_of = Vec::with_capacity(removals.len());
+        for r in &removals {
+            if seen.insert(r.tp.clone(), ()).is_some() {
+                plan_of.push(None);
+                continue;
+            }
+            let cached = self.ctx.leadership(&r.tp);
+            match cached.map(|l| plan_isr_removal(&self.ctx, r, Some(l))) {
+                Some(Ok(w @ IsrRemoval::Write(_))) => {
+                    plan_of.push(Some(planned.len()));
+                    planned.push((r, w));
+                }
+                _ => plan_of.push(None),
+            }
+        }
+        if planned.is_empty() {
+            return Ok(removals);
+        }
+        let writes: Vec<_> = planned
+            .iter()
+            .filter_map(|(_, p)| match p {
+                IsrRemoval::Write(w) => Some(w),
+                IsrRemoval::Unchanged(_) => None,
+            })
+            .collect();
+        let outcomes = self.store.write_states(&writes).await?;
+        let mut again = vec![false; planned.len()];
+        for ((i, (r, p)), o) in planned.iter().enumerate().zip(outcomes) {
+            match complete_isr_removal(&mut self.ctx, &mut self.batch, r, p, o) {
+                IsrRemovalStep::Done(_) => {}
+                IsrRemovalStep::Retry => again[i] = true,
+                IsrRemovalStep::Failed(e) => tracing::warn!(topic = %r.tp.topic,
+                    partition = r.tp.partition, broker = r.replica, error = %e,
+                    "ISR removal failed"),
+            }
+        }
+        Ok(removals
+            .into_iter()
+            .zip(plan_of)
+            .filter(|(_, i)| i.is_none_or(|i| again[i]))
+            .map(|(r, _)| r)
+            .collect())
+    }
+
     /// Performs a replica pass's ISR removals (replicas going offline).
     pub(crate) async fn run_replica_pass(
         &mut self,
@@ -97,7 +212,7 @@ impl Active {
             tracing::warn!(topic = %r.tp.topic, partition = r.tp.partition, broker = r.replica,
                 error = %e, "replica state change failed");
         }
-        let mut pending: Vec<PartitionReplica> = pass.isr_removals;
+        let mut pending = self.optimistic_isr_removals(pass.isr_removals).await?;
         for _round in 0..=max_retries {
             if pending.is_empty() {
                 break;

@@ -6,13 +6,14 @@
 //! the controller does not own, and the conversions between znode JSON and the context's
 //! types.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::context::{
     BrokerEndpoint, BrokerInfo, LeaderRecoveryState, PartitionLeadership, ReplicaAssignment,
     TopicPartition,
 };
+use crate::partition_map::PartitionMap;
 use crate::partition_state_machine::{PartitionStateWrite, WriteKind, WriteOutcome};
 use crate::reassignment::TopicAssignmentWrite;
 use crate::zk_data::{
@@ -25,16 +26,38 @@ use super::ControllerError;
 
 /// The leadership a state znode holds, at znode version `version`.
 pub fn leadership_from_znode(z: &PartitionStateZNode, version: i32) -> PartitionLeadership {
-    let mut l = PartitionLeadership::new(
+    leadership_of(
         z.leader,
         z.leader_epoch,
         z.isr.clone(),
         z.controller_epoch,
+        z.leader_recovery_state,
         version,
-    );
-    if z.leader_recovery_state
-        .is_some_and(|s| s != LEADER_RECOVERED)
-    {
+    )
+}
+
+/// As [`leadership_from_znode`], taking the znode (its ISR is not copied).
+fn leadership_from_znode_owned(z: PartitionStateZNode, version: i32) -> PartitionLeadership {
+    leadership_of(
+        z.leader,
+        z.leader_epoch,
+        z.isr,
+        z.controller_epoch,
+        z.leader_recovery_state,
+        version,
+    )
+}
+
+fn leadership_of(
+    leader: i32,
+    leader_epoch: i32,
+    isr: Vec<i32>,
+    controller_epoch: i32,
+    leader_recovery_state: Option<i32>,
+    version: i32,
+) -> PartitionLeadership {
+    let mut l = PartitionLeadership::new(leader, leader_epoch, isr, controller_epoch, version);
+    if leader_recovery_state.is_some_and(|s| s != LEADER_RECOVERED) {
         l.leader_recovery_state = LeaderRecoveryState::Recovering;
     }
     l
@@ -165,7 +188,7 @@ pub struct Store {
     /// The partition states this controller wrote during the current event, as written (the
     /// version is the one the write produced): a read of one of them in the same event is
     /// answered from here, as a read right after the write would have been.
-    own_writes: Arc<Mutex<HashMap<TopicPartition, PartitionLeadership>>>,
+    own_writes: Arc<Mutex<PartitionMap<PartitionLeadership>>>,
 }
 
 impl Store {
@@ -178,7 +201,7 @@ impl Store {
         }
     }
 
-    fn own_writes(&self) -> MutexGuard<'_, HashMap<TopicPartition, PartitionLeadership>> {
+    fn own_writes(&self) -> MutexGuard<'_, PartitionMap<PartitionLeadership>> {
         self.own_writes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -186,7 +209,10 @@ impl Store {
     /// one, so that every event reads the store afresh before its first write of a partition
     /// (others, e.g. partition leaders changing the ISR, write between events).
     pub fn begin_event(&self) {
-        self.own_writes().clear();
+        let mut own = self.own_writes();
+        if !own.is_empty() {
+            *own = PartitionMap::default();
+        }
     }
 
     /// A fenced transaction; a failed fence is [`ControllerError::ControllerMoved`].
@@ -231,7 +257,7 @@ impl Store {
             .partition_states_at(&state_paths)
             .await
             .into_iter()
-            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode(&z, v))));
+            .map(|r| r.map(|o| o.map(|(z, v)| leadership_from_znode_owned(z, v))));
         out.into_iter()
             .map(|cached| match cached {
                 Some(r) => r,

@@ -86,7 +86,42 @@ pub fn partition(topic: &str, partition: i32) -> String {
 
 /// `/brokers/topics/<topic>/partitions/<partition>/state`.
 pub fn partition_state(topic: &str, partition: i32) -> String {
-    format!("{BROKER_TOPICS}/{topic}/partitions/{partition}/state")
+    // Built directly, one allocation of the exact size: the controller formats one of these
+    // per partition it reads or writes.
+    const PARTITIONS: &str = "/partitions/";
+    const STATE: &str = "/state";
+    let mut digits = [0u8; 11];
+    let number = decimal(partition, &mut digits);
+    let mut path = String::with_capacity(
+        BROKER_TOPICS.len() + 1 + topic.len() + PARTITIONS.len() + number.len() + STATE.len(),
+    );
+    path.push_str(BROKER_TOPICS);
+    path.push('/');
+    path.push_str(topic);
+    path.push_str(PARTITIONS);
+    path.push_str(number);
+    path.push_str(STATE);
+    path
+}
+
+/// `n` in decimal, written at the end of `buf` (11 bytes hold any `i32`).
+fn decimal(n: i32, buf: &mut [u8; 11]) -> &str {
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        // `rest % 10` is below 10: the cast cannot truncate.
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
 /// `/admin/delete_topics/<topic>`.
@@ -118,6 +153,32 @@ pub fn is_valid_topic_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_state_path_is_the_formatted_one_for_every_kind_of_index() {
+        for p in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            999,
+            1000,
+            123_456,
+            i32::MAX,
+            -1,
+            -10,
+            i32::MIN,
+        ] {
+            for topic in ["t", "topic-00001", "a.b_c-d"] {
+                assert_eq!(
+                    partition_state(topic, p),
+                    format!("/brokers/topics/{topic}/partitions/{p}/state")
+                );
+            }
+        }
+    }
 
     #[test]
     fn paths_match_zookeeper_mode_kafka() {
