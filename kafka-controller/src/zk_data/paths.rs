@@ -90,8 +90,8 @@ pub fn partition_state(topic: &str, partition: i32) -> String {
     // per partition it reads or writes.
     const PARTITIONS: &str = "/partitions/";
     const STATE: &str = "/state";
-    let mut digits = [0u8; 11];
-    let number = decimal(partition, &mut digits);
+    let mut digits = itoa::Buffer::new();
+    let number = digits.format(partition);
     let mut path = String::with_capacity(
         BROKER_TOPICS.len() + 1 + topic.len() + PARTITIONS.len() + number.len() + STATE.len(),
     );
@@ -102,26 +102,6 @@ pub fn partition_state(topic: &str, partition: i32) -> String {
     path.push_str(number);
     path.push_str(STATE);
     path
-}
-
-/// `n` in decimal, written at the end of `buf` (11 bytes hold any `i32`).
-fn decimal(n: i32, buf: &mut [u8; 11]) -> &str {
-    let mut at = buf.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        // `rest % 10` is below 10: the cast cannot truncate.
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
 }
 
 /// `/admin/delete_topics/<topic>`.
