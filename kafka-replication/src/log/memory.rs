@@ -252,3 +252,83 @@ impl LogStorage for MemoryLog {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::test_util::batch;
+
+    /// The operations a log goes through, for the property below.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Append(usize),
+        Truncate(i64),
+        Retention(u64),
+        StartAt(i64),
+        IncrementStart(i64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (1usize..4).prop_map(Op::Append),
+            1 => (0i64..40).prop_map(Op::Truncate),
+            1 => (0u64..2_000).prop_map(Op::Retention),
+            1 => (0i64..40).prop_map(Op::StartAt),
+            1 => (0i64..40).prop_map(Op::IncrementStart),
+        ]
+    }
+
+    /// The batch a read starts from, found by scanning the batches themselves (the search
+    /// the side vector of next offsets replaces).
+    fn scanned_read(log: &MemoryLog, offset: i64, max_offset: i64) -> Bytes {
+        let mut out = BytesMut::new();
+        for b in log
+            .batches()
+            .iter()
+            .skip_while(|b| b.next_offset() <= offset)
+        {
+            if b.next_offset() > max_offset {
+                break;
+            }
+            out.extend_from_slice(b.as_bytes());
+        }
+        out.freeze()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+        /// After any sequence of appends, truncations, retention and log-start moves, every
+        /// read and every readable-bytes count equals what scanning the batches gives, and the
+        /// side vector holds exactly the batches' next offsets.
+        #[test]
+        fn reads_through_the_next_offset_vector_equal_a_scan_of_the_batches(
+            ops in proptest::collection::vec(op(), 1..40),
+        ) {
+            let mut log = MemoryLog::new();
+            for op in ops {
+                let _ = match op {
+                    Op::Append(n) => log.append_as_leader(batch(n), 1).map(|_| ()),
+                    Op::Truncate(at) => log.truncate_to(at),
+                    Op::Retention(bytes) => log
+                        .apply_retention(0, log.log_end_offset(), &RetentionPolicy::keep_all()
+                            .with_retention_bytes(bytes as i64))
+                        .map(|_| ()),
+                    Op::StartAt(at) => log.truncate_fully_and_start_at(at),
+                    Op::IncrementStart(at) => log.increment_log_start_offset(at).map(|_| ()),
+                };
+                let ends: Vec<i64> = log.batches().iter().map(RecordBatch::next_offset).collect();
+                proptest::prop_assert_eq!(&ends, &log.next_offsets);
+                let (start, end) = (log.log_start_offset(), log.log_end_offset());
+                for offset in start..=end {
+                    let read = log.read(offset, usize::MAX, end, false);
+                    let read = read.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+                    proptest::prop_assert_eq!(&read, &scanned_read(&log, offset, end));
+                    let counted = log.readable_bytes(offset, usize::MAX, end, false);
+                    proptest::prop_assert_eq!(counted.ok(), Some(read.len()));
+                }
+            }
+        }
+    }
+}
