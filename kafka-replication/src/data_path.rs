@@ -40,11 +40,11 @@ pub enum CopyStep {
 pub enum Hop {
     /// A processor queued a request for the handler workers (processor → handler).
     RequestQueued,
-    /// A handler's answer was not ready at once (a purgatory wait): it went on a task of its
-    /// own, which the answer wakes later.
+    /// A handler's answer was not ready at once (a purgatory wait): its worker set it aside,
+    /// and the answer wakes the worker later.
     HandlerParked,
-    /// A handler put an encoded answer on its processor's response queue (handler →
-    /// processor).
+    /// A handler put an encoded answer on its connection's response queue (handler →
+    /// connection; wakes the processor task driving the connection).
     ResponseQueued,
     /// A delayed produce was answered out of the purgatory (wakes its parked handler).
     DelayedProduceAnswered,

@@ -35,7 +35,9 @@ use super::response::{encode_api_versions, write_chunks};
 const READ_CHUNK: usize = 64 * 1024;
 /// Bytes a busy connection's read buffer grows by when less than [`READ_CHUNK`] is free. A
 /// partly read request at the end of the buffer is moved (copied) when it grows, so growing by
-/// much more than one request keeps those moves to about one request per this many bytes.
+/// much more than one request keeps those moves to about one request per this many bytes. A
+/// busy connection's buffer therefore holds up to about this much (plus a frame); an idle one
+/// lets it go (see [`IDLE_READ_CHUNK`]).
 const BUSY_RESERVE: usize = 512 * 1024;
 /// Bytes the read buffer of an idle connection (nothing in flight, nothing buffered) keeps.
 const IDLE_READ_CHUNK: usize = 8 * 1024;
