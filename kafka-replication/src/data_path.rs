@@ -24,8 +24,8 @@ pub enum CopyStep {
     /// Leader: produced records copied into the log so the leader can stamp offsets and its
     /// epoch (request → log).
     LeaderAppend,
-    /// Leader: several batches copied into one buffer for a fetch answer (log → fetch
-    /// response).
+    /// Leader: batches lying in several of a log's chunks joined into one buffer for a fetch
+    /// answer (log → fetch response); a read within one chunk is a slice and counts nothing.
     LogRead,
     /// Follower: bytes of a partly read fetch answer moved when the fetcher's read buffer
     /// grows (socket read buffer → fetch response).

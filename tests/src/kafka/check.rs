@@ -90,9 +90,10 @@ pub fn record_at(log: &MemoryLog, offset: i64) -> Option<i64> {
 }
 
 /// Batches of `log` entirely below `offset`.
-fn batches_below(log: &MemoryLog, offset: i64) -> &[RecordBatch] {
-    let batches = log.batches();
-    &batches[..batches.partition_point(|b| b.next_offset() <= offset)]
+fn batches_below(log: &MemoryLog, offset: i64) -> Vec<RecordBatch> {
+    let mut batches = log.batches();
+    batches.truncate(batches.partition_point(|b| b.next_offset() <= offset));
+    batches
 }
 
 /// A broker's view for the checks.
