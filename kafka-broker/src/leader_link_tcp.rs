@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
+use kafka_replication::data_path::{self, CopyStep};
 use kafka_replication::isr::BrokerId;
 use kafka_replication::replica_fetcher::LeaderLink;
-use kafka_wire::frame::{decode_frame, encode_frame, DEFAULT_MAX_FRAME_SIZE};
+use kafka_wire::frame::{decode_frame, encode_frame, peek_frame_size, DEFAULT_MAX_FRAME_SIZE};
 use kafka_wire::messages::{
     FetchRequest, FetchResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 };
@@ -101,9 +102,12 @@ impl KafkaConnection {
         encode_frame(&payload, &mut frame, self.max_frame_size)?;
         self.stream.write_all(&frame).await?;
         let mut response = loop {
+            let (at, held) = (self.read_buf.as_ptr(), self.read_buf.len());
             if let Some(f) = decode_frame(&mut self.read_buf, self.max_frame_size)? {
                 break f;
             }
+            count_moved(at, held, &self.read_buf);
+            self.make_room();
             if self.stream.read_buf(&mut self.read_buf).await? == 0 {
                 return Err(LinkError::Closed);
             }
@@ -115,6 +119,45 @@ impl KafkaConnection {
         Ok(ResponseBody::decode(api_key, version, &mut response)?)
     }
 }
+
+impl KafkaConnection {
+    /// Before a read: room for the whole rest of a frame whose size is known (up to
+    /// [`FRAME_RESERVE_MAX`]), so its bytes read so far move at most once, and a fresh
+    /// [`READ_RESERVE`] when the buffer is empty (the answers taken before keep their part of
+    /// the old one: a follower's log holds the fetched batches as they were read). Counts
+    /// the bytes a move copied (`data_path::CopyStep::FetchReadBuffer`).
+    fn make_room(&mut self) {
+        let buf = &mut self.read_buf;
+        let (at, held) = (buf.as_ptr(), buf.len());
+        let spare = buf.capacity() - buf.len();
+        match peek_frame_size(buf, self.max_frame_size) {
+            Ok(Some(size)) => {
+                let rest = (FRAME_PREFIX + size).saturating_sub(buf.len());
+                if spare < rest {
+                    buf.reserve(rest.min(FRAME_RESERVE_MAX));
+                }
+            }
+            _ if buf.is_empty() && spare < READ_RESERVE / 4 => buf.reserve(READ_RESERVE),
+            _ => {}
+        }
+        count_moved(at, held, buf);
+    }
+}
+
+/// Counts the `held` bytes of a partly read answer as copied when growing the read buffer
+/// moved them away from `at`.
+fn count_moved(at: *const u8, held: usize, buf: &BytesMut) {
+    if held > 0 && buf.as_ptr() != at {
+        data_path::count_copy(CopyStep::FetchReadBuffer, held);
+    }
+}
+
+/// Bytes of a frame's size prefix.
+const FRAME_PREFIX: usize = 4;
+/// Most bytes reserved at once for the rest of a frame being read.
+const FRAME_RESERVE_MAX: usize = 4 << 20;
+/// Bytes reserved when the read buffer is empty and nearly full.
+const READ_RESERVE: usize = 256 * 1024;
 
 /// Finds a broker's address (from the metadata cache, a static map, ...).
 pub type AddressBook = Arc<dyn Fn(BrokerId) -> Option<SocketAddr> + Send + Sync>;
@@ -200,5 +243,74 @@ impl LeaderLink for TcpLeaderLink {
             ResponseBody::OffsetForLeaderEpoch(r) => Ok(r),
             _ => Err(LinkError::UnexpectedResponse),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_wire::messages::api_versions_response::ApiVersion;
+    use kafka_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
+    use kafka_wire::Encode;
+    use tokio::net::TcpListener;
+
+    /// An answer far larger than the read buffer, written in pieces with pauses between them,
+    /// is read whole: the buffer grows for the rest of the frame once its size is known.
+    #[tokio::test]
+    async fn an_answer_larger_than_the_read_buffer_arriving_in_pieces_is_read_whole() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let answer = ApiVersionsResponse {
+            api_keys: (0..60_000)
+                .map(|i| ApiVersion {
+                    api_key: (i % 30_000) as i16,
+                    min_version: 0,
+                    max_version: (i % 7) as i16,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let expected = answer.clone();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut buf = BytesMut::new();
+            let mut request = loop {
+                if let Some(f) = decode_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE).expect("frame") {
+                    break f;
+                }
+                assert!(s.read_buf(&mut buf).await.expect("read") > 0);
+            };
+            let h = RequestHeader::decode_auto(&mut request).expect("header");
+            let mut payload = BytesMut::new();
+            ResponseHeader {
+                correlation_id: h.correlation_id,
+                ..Default::default()
+            }
+            .encode(&mut payload, ApiKey::ApiVersions.response_header_version(0))
+            .expect("encode header");
+            answer.encode(&mut payload, 0).expect("encode body");
+            let mut frame = BytesMut::new();
+            encode_frame(&payload, &mut frame, DEFAULT_MAX_FRAME_SIZE).expect("frame");
+            assert!(frame.len() > 4 * READ_RESERVE / 3);
+            // A piece shorter than the size prefix, then uneven pieces.
+            let cuts = [2, 3_000, 70_000, 200_000, frame.len()];
+            let mut at = 0;
+            for cut in cuts {
+                s.write_all(&frame[at..cut]).await.expect("write");
+                s.flush().await.expect("flush");
+                at = cut;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        let mut c = KafkaConnection::connect(addr, "test")
+            .await
+            .expect("connect");
+        let body = RequestBody::ApiVersions(ApiVersionsRequest::default());
+        match c.send(0, &body).await.expect("answer") {
+            ResponseBody::ApiVersions(got) => assert_eq!(got, expected),
+            other => panic!("not an ApiVersions answer: {other:?}"),
+        }
+        server.await.expect("server");
     }
 }

@@ -229,6 +229,7 @@
 //!   [`log::LogStorage`], [`isr::IsrWriter`] and (with `tokio`) [`replica_fetcher::LeaderLink`]. Purely additive: it adds a module and changes no behaviour.
 //! - `never-in-production`: test-only legacy switches (see the crate's `Cargo.toml`).
 
+pub mod data_path;
 pub mod epoch_cache;
 pub mod isr;
 pub mod log;

@@ -249,6 +249,7 @@ where
                     response,
                 } => {
                     if let Some(tx) = core.waiting.remove(&request_id) {
+                        crate::data_path::count_hop(crate::data_path::Hop::DelayedProduceAnswered);
                         let _ = tx.send(DelayedAnswer::Produce(response));
                     }
                 }
@@ -257,6 +258,7 @@ where
                     response,
                 } => {
                     if let Some(tx) = core.waiting.remove(&request_id) {
+                        crate::data_path::count_hop(crate::data_path::Hop::DelayedFetchAnswered);
                         let _ = tx.send(DelayedAnswer::Fetch(response));
                     }
                 }

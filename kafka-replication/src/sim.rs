@@ -366,14 +366,15 @@ impl Sim {
             (None, Some(l)) => l,
             (None, None) => return false,
         };
-        log.batches().len() >= self.committed.len()
-            && log.batches()[..self.committed.len()] == self.committed[..]
+        let batches = log.batches();
+        batches.len() >= self.committed.len()
+            && batches[..self.committed.len()] == self.committed[..]
     }
 
     /// Whether two brokers' logs disagree on an offset both hold.
     pub fn diverged(&self, a: BrokerId, b: BrokerId) -> bool {
         let (la, lb) = (self.partition(a).log(), self.partition(b).log());
-        la.batches().iter().zip(lb.batches()).any(|(x, y)| x != y)
+        la.batches().iter().zip(&lb.batches()).any(|(x, y)| x != y)
     }
 
     /// The invariants of the property tests.

@@ -1,9 +1,10 @@
 //! What travels between the tasks of the server: requests on the shared bounded request
-//! channel (processors → handler workers) and completions on each processor's response queue
-//! (handler workers → the processor owning the connection).
+//! channel (processors → handler workers) and completions on each connection's response queue
+//! (handler workers → the connection, driven by the processor owning it).
 
 use bytes::Bytes;
 use kafka_wire::{ApiKey, RequestBody, RequestHeader};
+use tokio::sync::mpsc;
 
 use super::error::CloseReason;
 use super::handler::RequestContext;
@@ -22,6 +23,9 @@ pub(crate) struct QueuedRequest {
     pub header: RequestHeader,
     /// The decoded request body.
     pub body: RequestBody,
+    /// The response queue of the request's connection: the handler puts the completion
+    /// there directly (a closed queue means the connection is gone).
+    pub reply: mpsc::UnboundedSender<Completion>,
 }
 
 /// What became of one request.
@@ -35,11 +39,9 @@ pub(crate) enum Outcome {
     Close(CloseReason),
 }
 
-/// A finished request on its way back to the processor owning its connection.
+/// A finished request on its way back to its connection.
 #[derive(Debug)]
 pub(crate) struct Completion {
-    /// The connection the request came in on.
-    pub connection_id: u64,
     /// The request's position on that connection.
     pub seq: u64,
     /// The response, or why there is none.

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use kafka_replication::data_path::{self, CopyStep, Hop};
 use kafka_wire::frame::{peek_request_header, KafkaFrameCodec};
 use kafka_wire::{ApiKey, RequestBody, RequestHeader};
 use tokio::io::AsyncReadExt;
@@ -32,6 +33,12 @@ use super::response::{encode_api_versions, write_chunks};
 /// Bytes the read buffer has free for each read while requests are coming: several pipelined
 /// produce requests of 16 KiB batches are taken in one `recv`.
 const READ_CHUNK: usize = 64 * 1024;
+/// Bytes a busy connection's read buffer grows by when less than [`READ_CHUNK`] is free. A
+/// partly read request at the end of the buffer is moved (copied) when it grows, so growing by
+/// much more than one request keeps those moves to about one request per this many bytes. A
+/// busy connection's buffer therefore holds up to about this much (plus a frame); an idle one
+/// lets it go (see [`IDLE_READ_CHUNK`]).
+const BUSY_RESERVE: usize = 512 * 1024;
 /// Bytes the read buffer of an idle connection (nothing in flight, nothing buffered) keeps.
 const IDLE_READ_CHUNK: usize = 8 * 1024;
 /// Ready responses of one connection are written together up to about this many bytes.
@@ -43,8 +50,8 @@ pub(crate) async fn run_connection(
     stream: TcpStream,
     peer: SocketAddr,
     connection_id: u64,
-    completions: mpsc::UnboundedReceiver<Completion>,
 ) -> u64 {
+    let (reply, completions) = mpsc::unbounded_channel();
     let broker = shared.config.broker;
     let (read, write) = stream.into_split();
     let mut conn = Connection {
@@ -58,6 +65,7 @@ pub(crate) async fn run_connection(
         read_buf: BytesMut::with_capacity(IDLE_READ_CHUNK),
         writer: write,
         order: ResponseOrder::new(shared.config.max_in_flight_per_connection),
+        reply,
         completions,
         last_activity: Instant::now(),
         shared,
@@ -78,6 +86,8 @@ struct Connection {
     codec: KafkaFrameCodec,
     read_buf: BytesMut,
     writer: OwnedWriteHalf,
+    /// Handed to each request: where its completion comes back.
+    reply: mpsc::UnboundedSender<Completion>,
     completions: mpsc::UnboundedReceiver<Completion>,
     /// Sequence numbers and the reorder buffer of this connection's responses.
     order: ResponseOrder<Outcome>,
@@ -93,14 +103,19 @@ impl Connection {
             }
             // Take the whole frames already buffered, up to the in-flight limit.
             while self.order.has_room() {
+                let (at, held) = (self.read_buf.as_ptr(), self.read_buf.len());
                 match self.codec.decode(&mut self.read_buf) {
+                    Ok(None) => {
+                        // Growing the buffer for a partly read frame may have moved it.
+                        count_moved(at, held, &self.read_buf);
+                        break;
+                    }
                     Ok(Some(frame)) => {
                         self.last_activity = Instant::now();
                         if let Err(reason) = self.on_frame(frame).await {
                             return reason;
                         }
                     }
-                    Ok(None) => break,
                     Err(e) => return e.into(),
                 }
             }
@@ -128,9 +143,15 @@ impl Connection {
                 // The frames already taken keep their own share of the old buffer.
                 self.read_buf = BytesMut::new();
             }
-            let chunk = if idle { IDLE_READ_CHUNK } else { READ_CHUNK };
+            let (chunk, grow) = if idle {
+                (IDLE_READ_CHUNK, IDLE_READ_CHUNK)
+            } else {
+                (READ_CHUNK, BUSY_RESERVE)
+            };
             if self.read_buf.capacity() - self.read_buf.len() < chunk {
-                self.read_buf.reserve(chunk);
+                let (at, held) = (self.read_buf.as_ptr(), self.read_buf.len());
+                self.read_buf.reserve(grow);
+                count_moved(at, held, &self.read_buf);
             }
             tokio::select! {
                 r = read.read_buf(&mut self.read_buf), if can_read => match r {
@@ -246,9 +267,11 @@ impl Connection {
             api_key,
             header,
             body,
+            reply: self.reply.clone(),
         };
         // A full channel blocks this connection only (back-pressure); the others of the
         // processor keep going.
+        data_path::count_hop(Hop::RequestQueued);
         self.shared
             .request_tx
             .send(request)
@@ -261,5 +284,13 @@ impl Connection {
         self.order.start().ok_or(CloseReason::Internal(
             "request taken beyond the in-flight limit",
         ))
+    }
+}
+
+/// Counts the `held` bytes of a partly read request as copied when growing the read buffer
+/// moved them away from `at` (a reallocation, or a shift to the front of the buffer).
+fn count_moved(at: *const u8, held: usize, buf: &BytesMut) {
+    if held > 0 && buf.as_ptr() != at {
+        data_path::count_copy(CopyStep::RequestReadBuffer, held);
     }
 }

@@ -4,7 +4,7 @@
 //!              ┌────────────┐  round robin   ┌─────────────┐  bounded request   ┌──────────┐
 //! clients ───▶ │  acceptor  │ ─────────────▶ │ processor i │ ─── channel ─────▶ │ worker j │
 //!              └────────────┘                │ (N of them) │ ◀── response ───── │ (M)      │
-//!                                            └─────────────┘   queue of i       └──────────┘
+//!                                            └─────────────┘  queue per conn.   └──────────┘
 //! ```
 //!
 //! - One **acceptor** task takes connections and hands each to one of N **processors**, round
@@ -16,9 +16,11 @@
 //!   It runs no business logic.
 //! - M **handler workers** take requests off the channel, call [`RequestHandler::handle`],
 //!   encode the response with the response header version its API and version call for, and
-//!   put it on the response queue of the processor owning the connection. Record data stays in
+//!   put it on the response queue of the request's connection (whose future the processor
+//!   owning it polls: one hand-off, no routing through the processor). Record data stays in
 //!   its own buffers up to the vectored socket write. A request that parks (an acks=all
-//!   produce, a long-poll fetch) finishes on a task of its own and frees its worker at once.
+//!   produce, a long-poll fetch) is set aside by its worker, which takes the next request at
+//!   once and finishes the parked one when its answer wakes it.
 //!
 //! Bad input never reaches the handler and never stalls another connection:
 //! - an API key the handler does not declare, or a version outside the declared range of any
@@ -131,12 +133,9 @@ impl Server {
 
         let (request_tx, request_rx) = mpsc::channel(config.request_queue_size);
         let mut processor_inboxes = Vec::with_capacity(config.num_processors);
-        let mut response_queues = Vec::with_capacity(config.num_processors);
         for index in 0..config.num_processors {
             let (conn_tx, conn_rx) = mpsc::channel(NEW_CONNECTION_QUEUE);
-            let (resp_tx, resp_rx) = mpsc::unbounded_channel();
             processor_inboxes.push(conn_tx);
-            response_queues.push(resp_tx);
             let shared = Arc::new(ProcessorShared {
                 index,
                 config: config.clone(),
@@ -146,19 +145,16 @@ impl Server {
             tasks.push(tokio::spawn(run_processor(
                 shared,
                 conn_rx,
-                resp_rx,
                 shutdown.clone(),
             )));
         }
         drop(request_tx);
 
         let requests = Arc::new(Mutex::new(request_rx));
-        let response_queues = Arc::new(response_queues);
         for _ in 0..config.num_handlers {
             tasks.push(tokio::spawn(run_worker(
                 handler.clone(),
                 requests.clone(),
-                response_queues.clone(),
                 shutdown.clone(),
             )));
         }

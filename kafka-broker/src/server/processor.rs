@@ -3,7 +3,6 @@
 //! does no business logic. Each connection is a future polled by this task, so a connection
 //! waiting on a slow client or on a full request channel never holds up the others.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -12,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::channel::{Completion, QueuedRequest};
+use super::channel::QueuedRequest;
 use super::config::ServerConfig;
 use super::connection::run_connection;
 use super::handler::SupportedApis;
@@ -45,11 +44,9 @@ pub(crate) struct ProcessorShared {
 pub(crate) async fn run_processor(
     shared: Arc<ProcessorShared>,
     mut new_connections: mpsc::Receiver<NewConnection>,
-    mut responses: mpsc::UnboundedReceiver<Completion>,
     shutdown: CancellationToken,
 ) {
     let broker = shared.config.broker;
-    let mut routes: HashMap<u64, mpsc::UnboundedSender<Completion>> = HashMap::new();
     let mut connections = FuturesUnordered::new();
     let mut accepting = true;
     loop {
@@ -57,21 +54,13 @@ pub(crate) async fn run_processor(
             biased;
             _ = shutdown.cancelled() => break,
             // Polling this drives every connection's I/O; it only completes when one closes.
-            Some(id) = connections.next(), if !connections.is_empty() => {
-                routes.remove(&id);
-            }
-            Some(c) = responses.recv() => {
-                // The connection may be gone already; its response is dropped with it.
-                if let Some(route) = routes.get(&c.connection_id) {
-                    let _ = route.send(c);
-                }
-            }
+            // Handler workers put completions on each connection's own queue, which wakes
+            // this task through the connection's future.
+            Some(_closed) = connections.next(), if !connections.is_empty() => {}
             new = new_connections.recv(), if accepting => match new {
                 Some(NewConnection { stream, peer, connection_id }) => {
                     tracing::debug!(broker, connection_id, %peer, processor = shared.index, "connection accepted");
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    routes.insert(connection_id, tx);
-                    connections.push(run_connection(shared.clone(), stream, peer, connection_id, rx));
+                    connections.push(run_connection(shared.clone(), stream, peer, connection_id));
                 }
                 None => accepting = false,
             },

@@ -1,18 +1,24 @@
 //! Handler workers (Kafka's `KafkaRequestHandler`, `num.io.threads` of them): each takes the
 //! next request off the shared request channel, runs the [`RequestHandler`], encodes the
-//! response and puts it on the response queue of the processor owning the connection.
+//! response and puts it on the response queue of the request's connection (which the
+//! processor owning the connection drives).
 //!
 //! A worker never waits on a parked request: when the handler's future is not ready at its
-//! first poll (an acks=all produce or a long-poll fetch waiting in a purgatory), the rest of
-//! it moves to a task of its own and the worker takes the next request, as Kafka's handler
-//! threads leave delayed operations to the purgatory. Parked requests stay bounded by the
-//! per-connection in-flight limit, and are dropped at shutdown.
+//! first poll (an acks=all produce or a long-poll fetch waiting in a purgatory), the worker
+//! keeps it aside with the others it parked and takes the next request, polling the parked
+//! ones again as their answers arrive — as Kafka's handler threads leave delayed operations
+//! to the purgatory. Parked requests stay bounded by the per-connection in-flight limit, and
+//! are dropped at shutdown.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
+use kafka_replication::data_path::{self, Hop};
 use tokio::sync::{mpsc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -25,50 +31,53 @@ use super::response::encode_response;
 /// The receiving end of the request channel, shared by every worker.
 pub(crate) type SharedRequests = Arc<Mutex<mpsc::Receiver<QueuedRequest>>>;
 
-/// Runs one handler worker until the request channel closes or the server shuts down.
+/// A request being handled, with where its completion goes.
+type Handling = Pin<Box<dyn Future<Output = (Completion, Reply)> + Send>>;
+type Reply = mpsc::UnboundedSender<Completion>;
+
+/// Runs one handler worker until the request channel closes (and its parked requests are
+/// done) or the server shuts down.
 pub(crate) async fn run_worker<H: RequestHandler>(
     handler: Arc<H>,
     requests: SharedRequests,
-    responses: Arc<Vec<mpsc::UnboundedSender<Completion>>>,
     shutdown: CancellationToken,
 ) {
+    let mut parked: FuturesUnordered<Handling> = FuturesUnordered::new();
+    let mut open = true;
     loop {
         let next = tokio::select! {
-            _ = shutdown.cancelled() => None,
-            r = async { requests.lock().await.recv().await } => r,
+            _ = shutdown.cancelled() => break,
+            Some((completion, reply)) = parked.next(), if !parked.is_empty() => {
+                deliver(&reply, completion);
+                continue;
+            }
+            r = async { requests.lock().await.recv().await }, if open => r,
+            else => break,
         };
         let Some(request) = next else {
-            break;
+            open = false;
+            continue;
         };
-        let processor = request.ctx.processor;
-        let mut handling = Box::pin(handle_one(handler.clone(), request));
+        let reply = request.reply.clone();
+        let mut handling: Handling = Box::pin(
+            handle_one(handler.clone(), request).map(move |completion| (completion, reply)),
+        );
         match futures::poll!(handling.as_mut()) {
-            Poll::Ready(completion) => deliver(&responses, processor, completion),
+            Poll::Ready((completion, reply)) => deliver(&reply, completion),
             Poll::Pending => {
-                // Parked (in a purgatory, or on a lock): finish it on its own task.
-                let responses = responses.clone();
-                let shutdown = shutdown.clone();
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => {}
-                        completion = handling => deliver(&responses, processor, completion),
-                    }
-                });
+                // Parked (in a purgatory, or on a lock): polled again when it is woken.
+                data_path::count_hop(Hop::HandlerParked);
+                parked.push(handling);
             }
         }
     }
 }
 
-/// Puts `completion` on the response queue of processor `processor`.
-fn deliver(
-    responses: &[mpsc::UnboundedSender<Completion>],
-    processor: usize,
-    completion: Completion,
-) {
-    if let Some(queue) = responses.get(processor) {
-        // A closed queue means the processor stopped: the server is shutting down.
-        let _ = queue.send(completion);
-    }
+/// Puts `completion` on its connection's response queue.
+fn deliver(reply: &Reply, completion: Completion) {
+    data_path::count_hop(Hop::ResponseQueued);
+    // A closed queue means the connection is gone; its response goes with it.
+    let _ = reply.send(completion);
 }
 
 async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) -> Completion {
@@ -79,6 +88,7 @@ async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) 
         api_key,
         header,
         body,
+        reply: _,
     } = request;
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
@@ -131,11 +141,7 @@ async fn handle_one<H: RequestHandler>(handler: Arc<H>, request: QueuedRequest) 
     };
     crate::metrics::record_request(api_key, started);
     tracing::trace!(broker, api_key = api, correlation_id, "request handled");
-    Completion {
-        connection_id: ctx.connection_id,
-        seq,
-        outcome,
-    }
+    Completion { seq, outcome }
 }
 
 #[cfg(test)]
@@ -171,8 +177,9 @@ mod tests {
         }
     }
 
-    fn request(seq: u64) -> QueuedRequest {
+    fn request(seq: u64, reply: &Reply) -> QueuedRequest {
         QueuedRequest {
+            reply: reply.clone(),
             ctx: RequestContext {
                 broker: 1,
                 connection_id: seq,
@@ -203,23 +210,25 @@ mod tests {
         let worker = tokio::spawn(run_worker(
             handler.clone(),
             Arc::new(Mutex::new(request_rx)),
-            Arc::new(vec![response_tx]),
             shutdown.clone(),
         ));
         for seq in 0..2 {
-            request_tx.send(request(seq)).await.expect("queued");
+            request_tx
+                .send(request(seq, &response_tx))
+                .await
+                .expect("queued");
         }
         let first = tokio::time::timeout(Duration::from_secs(5), response_rx.recv())
             .await
             .expect("answered while the other request is parked")
             .expect("completion");
-        assert_eq!(first.connection_id, 1);
+        assert_eq!(first.seq, 1);
         handler.release.notify_one();
         let second = tokio::time::timeout(Duration::from_secs(5), response_rx.recv())
             .await
             .expect("the parked request completes once released")
             .expect("completion");
-        assert_eq!(second.connection_id, 0);
+        assert_eq!(second.seq, 0);
         assert!(matches!(second.outcome, Outcome::Frame(_)));
         shutdown.cancel();
         worker.await.expect("worker stops");

@@ -654,6 +654,7 @@ impl LogStorage for FileLog {
             return Ok(Bytes::new());
         };
         let mut buf = vec![0u8; (pos - first_pos) as usize];
+        crate::data_path::count_copy(crate::data_path::CopyStep::LogRead, buf.len());
         let mut f = &seg.file;
         f.seek(SeekFrom::Start(first_pos))?;
         f.read_exact(&mut buf)?;

@@ -198,6 +198,9 @@ pub(crate) fn stamp_as_leader(
     leader_epoch: i32,
 ) -> Result<Vec<RecordBatch>, LogError> {
     split_batches(records.clone())?;
+    // The one copy a leader makes of produced records: the offsets and the epoch are written
+    // into it.
+    crate::data_path::count_copy(crate::data_path::CopyStep::LeaderAppend, records.len());
     let mut buf = BytesMut::from(&records[..]);
     rewrite_record_set(&mut buf, first_offset, leader_epoch)?;
     // The rewritten fields lie outside the CRC: no need to check it again.

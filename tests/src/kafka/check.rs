@@ -83,16 +83,21 @@ pub struct Checker {
 
 /// The record (by its producer sequence number) at `offset` in `log`.
 pub fn record_at(log: &MemoryLog, offset: i64) -> Option<i64> {
-    let batches = log.batches();
+    record_in(&log.batches(), offset)
+}
+
+/// The record (by its producer sequence number) at `offset` in `batches`.
+fn record_in(batches: &[RecordBatch], offset: i64) -> Option<i64> {
     let i = batches.partition_point(|b| b.next_offset() <= offset);
     let b = batches.get(i)?;
     (b.base_offset() == offset).then(|| b.base_timestamp())
 }
 
 /// Batches of `log` entirely below `offset`.
-fn batches_below(log: &MemoryLog, offset: i64) -> &[RecordBatch] {
-    let batches = log.batches();
-    &batches[..batches.partition_point(|b| b.next_offset() <= offset)]
+fn batches_below(log: &MemoryLog, offset: i64) -> Vec<RecordBatch> {
+    let mut batches = log.batches();
+    batches.truncate(batches.partition_point(|b| b.next_offset() <= offset));
+    batches
 }
 
 /// A broker's view for the checks.
@@ -212,6 +217,7 @@ impl Checker {
         };
         let (lid, linc, lepoch) = (lv.id, lv.incarnation, lp.leader_epoch());
         let llog = lp.log();
+        let leader_batches = llog.batches();
 
         for (list, is_acked) in [(&self.acked, true), (&self.consumed, false)] {
             let done = self
@@ -219,7 +225,7 @@ impl Checker {
                 .entry((lid, linc, lepoch, is_acked))
                 .or_insert(0);
             for &(offset, seq) in &list[*done..] {
-                if record_at(llog, offset) != Some(seq) {
+                if record_in(&leader_batches, offset) != Some(seq) {
                     let (inv, what) = if is_acked {
                         (Invariant::AckedWriteLost, "acknowledged")
                     } else {
@@ -230,7 +236,7 @@ impl Checker {
                         format!(
                             "record {seq} {what} at offset {offset} is not there on leader {lid} \
                              epoch {lepoch} (found {:?})",
-                            record_at(llog, offset)
+                            record_in(&leader_batches, offset)
                         ),
                     );
                 }
@@ -238,7 +244,8 @@ impl Checker {
             *done = list.len();
         }
 
-        let leader_committed = batches_below(llog, lp.high_watermark());
+        let leader_committed = &leader_batches
+            [..leader_batches.partition_point(|b| b.next_offset() <= lp.high_watermark())];
         for v in brokers {
             let id = v.id;
             if id == lid {
@@ -290,7 +297,7 @@ impl Checker {
             let key = (lid, linc, lepoch, id, v.incarnation, Kind::Matching);
             let done = self.verified_prefix.entry(key).or_insert(0);
             let from = (*done).min(own.len()).saturating_sub(1);
-            let l = llog.batches();
+            let l = &leader_batches;
             if let Some(i) = (from..own.len()).find(|i| l.get(*i) != Some(&own[*i])) {
                 return fail(
                     Invariant::LogsDiverge,
