@@ -17,6 +17,11 @@ use crate::context::{
 };
 use crate::partition_map::PartitionMap;
 
+/// Broker ids in a request's partition state (replicas, ISR, …): held inline up to four, so
+/// the usual replication factors cost no allocation to build, copy or drop (the same
+/// representation as the wire's `Int32Array`).
+pub type BrokerList = SmallVec<[BrokerId; 4]>;
+
 /// The state of one partition in a LeaderAndIsr request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaderAndIsrPartitionState {
@@ -29,15 +34,15 @@ pub struct LeaderAndIsrPartitionState {
     /// The leader epoch.
     pub leader_epoch: i32,
     /// The ISR.
-    pub isr: Vec<BrokerId>,
+    pub isr: BrokerList,
     /// The state znode version (`PartitionEpoch` / `ZkVersion`).
     pub partition_epoch: i32,
     /// All replicas (RS).
-    pub replicas: Vec<BrokerId>,
+    pub replicas: BrokerList,
     /// Replicas being added by a reassignment.
-    pub adding_replicas: Vec<BrokerId>,
+    pub adding_replicas: BrokerList,
     /// Replicas being removed by a reassignment.
-    pub removing_replicas: Vec<BrokerId>,
+    pub removing_replicas: BrokerList,
     /// True if the replica is new (create it rather than look for it on an offline log dir).
     pub is_new: bool,
     /// KIP-704 leader recovery state.
@@ -56,13 +61,13 @@ pub struct UpdateMetadataPartitionState {
     /// The leader epoch.
     pub leader_epoch: i32,
     /// The ISR.
-    pub isr: Vec<BrokerId>,
+    pub isr: BrokerList,
     /// The state znode version.
     pub zk_version: i32,
     /// All replicas.
-    pub replicas: Vec<BrokerId>,
+    pub replicas: BrokerList,
     /// Replicas whose broker is not live.
-    pub offline_replicas: Vec<BrokerId>,
+    pub offline_replicas: BrokerList,
 }
 
 /// The state of one partition in a StopReplica request.
@@ -187,10 +192,10 @@ impl QueuedLeaderAndIsr {
             && s.leader_epoch == lead.leader_epoch
             && s.partition_epoch == lead.partition_epoch
             && s.leader_recovery_state == lead.leader_recovery_state
-            && s.isr == lead.isr
-            && s.replicas == assignment.replicas
-            && s.adding_replicas == assignment.adding_replicas
-            && s.removing_replicas == assignment.removing_replicas
+            && s.isr[..] == lead.isr[..]
+            && s.replicas[..] == assignment.replicas[..]
+            && s.adding_replicas[..] == assignment.adding_replicas[..]
+            && s.removing_replicas[..] == assignment.removing_replicas[..]
     }
 }
 
@@ -275,11 +280,11 @@ impl ControllerBrokerRequestBatch {
                         controller_epoch: lead.controller_epoch,
                         leader: lead.leader,
                         leader_epoch: lead.leader_epoch,
-                        isr: lead.isr.clone(),
+                        isr: BrokerList::from_slice(&lead.isr),
                         partition_epoch: lead.partition_epoch,
-                        replicas: assignment.replicas.clone(),
-                        adding_replicas: assignment.adding_replicas.clone(),
-                        removing_replicas: assignment.removing_replicas.clone(),
+                        replicas: BrokerList::from_slice(&assignment.replicas),
+                        adding_replicas: BrokerList::from_slice(&assignment.adding_replicas),
+                        removing_replicas: BrokerList::from_slice(&assignment.removing_replicas),
                         is_new: false,
                         leader_recovery_state: lead.leader_recovery_state,
                     },
@@ -406,7 +411,8 @@ impl ControllerBrokerRequestBatch {
                     s.controller_epoch = lead.controller_epoch;
                     s.leader = leader;
                     s.leader_epoch = lead.leader_epoch;
-                    s.isr.clone_from(&lead.isr);
+                    s.isr.clear();
+                    s.isr.extend_from_slice(&lead.isr);
                     s.zk_version = lead.partition_epoch;
                     s.replicas.clear();
                     s.replicas.extend_from_slice(replicas);
@@ -422,9 +428,9 @@ impl ControllerBrokerRequestBatch {
                             controller_epoch: lead.controller_epoch,
                             leader,
                             leader_epoch: lead.leader_epoch,
-                            isr: lead.isr.clone(),
+                            isr: BrokerList::from_slice(&lead.isr),
                             zk_version: lead.partition_epoch,
-                            replicas: replicas.to_vec(),
+                            replicas: BrokerList::from_slice(replicas),
                             offline_replicas: replicas.iter().copied().filter(offline).collect(),
                         },
                     );
@@ -649,16 +655,16 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: kafka_wire::Int32Array::from_slice(&p.isr),
+                    isr: p.isr.clone(),
                     partition_epoch: p.partition_epoch,
-                    replicas: kafka_wire::Int32Array::from_slice(&p.replicas),
+                    replicas: p.replicas.clone(),
                     adding_replicas: if v >= 3 {
-                        kafka_wire::Int32Array::from_slice(&p.adding_replicas)
+                        p.adding_replicas.clone()
                     } else {
                         Vec::new().into()
                     },
                     removing_replicas: if v >= 3 {
-                        kafka_wire::Int32Array::from_slice(&p.removing_replicas)
+                        p.removing_replicas.clone()
                     } else {
                         Vec::new().into()
                     },
@@ -723,11 +729,11 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: kafka_wire::Int32Array::from_slice(&p.isr),
+                    isr: p.isr.clone(),
                     zk_version: p.zk_version,
-                    replicas: kafka_wire::Int32Array::from_slice(&p.replicas),
+                    replicas: p.replicas.clone(),
                     offline_replicas: if v >= 4 {
-                        kafka_wire::Int32Array::from_slice(&p.offline_replicas)
+                        p.offline_replicas.clone()
                     } else {
                         Vec::new().into()
                     },

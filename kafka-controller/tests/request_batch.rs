@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_controller::context::{BrokerId, TopicPartition};
 use kafka_controller::request_batch::{
-    BatchNotEmpty, BrokerRequest, ControlHeader, ControlRequest, ControllerBrokerRequestBatch,
-    LeaderAndIsrPartitionState,
+    BatchNotEmpty, BrokerList, BrokerRequest, ControlHeader, ControlRequest,
+    ControllerBrokerRequestBatch, LeaderAndIsrPartitionState,
 };
 
 fn cluster() -> (kafka_controller::context::ControllerContext, FakeStore) {
@@ -147,7 +147,7 @@ fn only_live_or_shutting_down_brokers_receive_anything() {
     let ControlRequest::UpdateMetadata { partitions, .. } = &reqs[1].request else {
         panic!()
     };
-    assert_eq!(partitions[0].offline_replicas, vec![3, 4]);
+    assert_eq!(partitions[0].offline_replicas[..], [3, 4]);
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn k1_4_one_state_per_partition_sends_what_a_copy_per_broker_sent() {
         match add {
             Add::LeaderAndIsr(brokers, tp, is_new) => {
                 batch.add_leader_and_isr(&ctx, brokers, tp, *is_new);
-                without_leader_and_isr.add_update_metadata_to_all(&ctx, &[tp.clone()]);
+                without_leader_and_isr.add_update_metadata_to_all(&ctx, std::slice::from_ref(tp));
                 let lead = ctx.leadership(tp).unwrap();
                 let a = ctx.partition_assignment(tp).unwrap();
                 for &b in brokers.iter().filter(|b| **b >= 0) {
@@ -307,11 +307,11 @@ fn k1_4_one_state_per_partition_sends_what_a_copy_per_broker_sent() {
                             controller_epoch: lead.controller_epoch,
                             leader: lead.leader,
                             leader_epoch: lead.leader_epoch,
-                            isr: lead.isr.clone(),
+                            isr: BrokerList::from_slice(&lead.isr),
                             partition_epoch: lead.partition_epoch,
-                            replicas: a.replicas.clone(),
-                            adding_replicas: a.adding_replicas.clone(),
-                            removing_replicas: a.removing_replicas.clone(),
+                            replicas: BrokerList::from_slice(&a.replicas),
+                            adding_replicas: BrokerList::from_slice(&a.adding_replicas),
+                            removing_replicas: BrokerList::from_slice(&a.removing_replicas),
                             is_new: *is_new || was_new,
                             leader_recovery_state: lead.leader_recovery_state,
                         },
