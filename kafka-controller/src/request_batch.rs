@@ -9,12 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kafka_wire::Uuid;
+use smallvec::SmallVec;
 
 use crate::context::{
     BrokerId, BrokerInfo, ControllerContext, LeaderRecoveryState, PartitionLeadership,
     ReplicaAssignment, TopicPartition, EPOCH_DURING_DELETE, LEADER_DURING_DELETE, NO_EPOCH,
 };
 use crate::partition_map::PartitionMap;
+
+/// Broker ids in a request's partition state (replicas, ISR, …): held inline up to four, so
+/// the usual replication factors cost no allocation to build, copy or drop (the same
+/// representation as the wire's `Int32Array`).
+pub type BrokerList = SmallVec<[BrokerId; 4]>;
 
 /// The state of one partition in a LeaderAndIsr request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,15 +34,15 @@ pub struct LeaderAndIsrPartitionState {
     /// The leader epoch.
     pub leader_epoch: i32,
     /// The ISR.
-    pub isr: Vec<BrokerId>,
+    pub isr: BrokerList,
     /// The state znode version (`PartitionEpoch` / `ZkVersion`).
     pub partition_epoch: i32,
     /// All replicas (RS).
-    pub replicas: Vec<BrokerId>,
+    pub replicas: BrokerList,
     /// Replicas being added by a reassignment.
-    pub adding_replicas: Vec<BrokerId>,
+    pub adding_replicas: BrokerList,
     /// Replicas being removed by a reassignment.
-    pub removing_replicas: Vec<BrokerId>,
+    pub removing_replicas: BrokerList,
     /// True if the replica is new (create it rather than look for it on an offline log dir).
     pub is_new: bool,
     /// KIP-704 leader recovery state.
@@ -55,13 +61,13 @@ pub struct UpdateMetadataPartitionState {
     /// The leader epoch.
     pub leader_epoch: i32,
     /// The ISR.
-    pub isr: Vec<BrokerId>,
+    pub isr: BrokerList,
     /// The state znode version.
     pub zk_version: i32,
     /// All replicas.
-    pub replicas: Vec<BrokerId>,
+    pub replicas: BrokerList,
     /// Replicas whose broker is not live.
-    pub offline_replicas: Vec<BrokerId>,
+    pub offline_replicas: BrokerList,
 }
 
 /// The state of one partition in a StopReplica request.
@@ -167,13 +173,39 @@ fn topic_ids_of<'a>(
 #[error("controller request batch is not empty: a previous pass was not sent")]
 pub struct BatchNotEmpty;
 
+/// A LeaderAndIsr state queued for some brokers: the state is built once, whatever the
+/// number of brokers it goes to.
+#[derive(Clone, Debug)]
+struct QueuedLeaderAndIsr {
+    /// The state (its `is_new` is unused: each recipient has its own).
+    state: LeaderAndIsrPartitionState,
+    /// The brokers it goes to, ascending, each with its OR-merged `is_new`.
+    recipients: SmallVec<[(BrokerId, bool); 4]>,
+}
+
+impl QueuedLeaderAndIsr {
+    /// True if the state is what the context now holds for the partition.
+    fn is_current(&self, lead: &PartitionLeadership, assignment: &ReplicaAssignment) -> bool {
+        let s = &self.state;
+        s.controller_epoch == lead.controller_epoch
+            && s.leader == lead.leader
+            && s.leader_epoch == lead.leader_epoch
+            && s.partition_epoch == lead.partition_epoch
+            && s.leader_recovery_state == lead.leader_recovery_state
+            && s.isr[..] == lead.isr[..]
+            && s.replicas[..] == assignment.replicas[..]
+            && s.adding_replicas[..] == assignment.adding_replicas[..]
+            && s.removing_replicas[..] == assignment.removing_replicas[..]
+    }
+}
+
 /// Requests accumulated by one state-machine pass.
 #[derive(Clone, Debug, Default)]
 pub struct ControllerBrokerRequestBatch {
-    leader_and_isr: BTreeMap<BrokerId, PartitionMap<LeaderAndIsrPartitionState>>,
-    /// Room to make in a broker's LeaderAndIsr map when its first state is queued
-    /// ([`reserve_leader_and_isr`](Self::reserve_leader_and_isr)); not part of the batch.
-    leader_and_isr_room: BTreeMap<BrokerId, usize>,
+    /// Per partition, the LeaderAndIsr states queued. Each broker gets the state of the last
+    /// call that named it, so there is one entry unless the context changed between two
+    /// calls for the partition (then the brokers of the later call move to a newer entry).
+    leader_and_isr: PartitionMap<SmallVec<[QueuedLeaderAndIsr; 1]>>,
     stop_replica: BTreeMap<BrokerId, PartitionMap<StopReplicaPartitionState>>,
     update_metadata_brokers: BTreeSet<BrokerId>,
     update_metadata_partitions: PartitionMap<UpdateMetadataPartitionState>,
@@ -208,18 +240,15 @@ impl ControllerBrokerRequestBatch {
     }
 
     /// Makes room for one more LeaderAndIsr state per occurrence of a broker in `brokers`
-    /// (a pass about to queue many: the per-broker maps grow once, not by doubling).
+    /// (a pass about to queue many: the partition map grows once, not by doubling, to at
+    /// least as many partitions as the broker named most often).
     pub fn reserve_leader_and_isr(&mut self, brokers: impl IntoIterator<Item = BrokerId>) {
         let mut counts: BTreeMap<BrokerId, usize> = BTreeMap::new();
         for b in brokers.into_iter().filter(|b| *b >= 0) {
             *counts.entry(b).or_default() += 1;
         }
-        for (b, n) in counts {
-            match self.leader_and_isr.get_mut(&b) {
-                Some(per_broker) => per_broker.reserve(n),
-                // No empty entry: an empty map would make the batch look non-empty.
-                None => *self.leader_and_isr_room.entry(b).or_default() += n,
-            }
+        if let Some(most) = counts.into_values().max() {
+            self.leader_and_isr.reserve(most);
         }
     }
 
@@ -239,47 +268,47 @@ impl ControllerBrokerRequestBatch {
         };
         let empty = ReplicaAssignment::default();
         let assignment = ctx.partition_assignment(tp).unwrap_or(&empty);
-        for &b in brokers.iter().filter(|b| **b >= 0) {
-            let per_broker = self.leader_and_isr.entry(b).or_insert_with(|| {
-                let mut m = PartitionMap::default();
-                if let Some(n) = self.leader_and_isr_room.remove(&b) {
-                    m.reserve(n);
+        if brokers.iter().any(|b| *b >= 0) {
+            let queued = self.leader_and_isr.get_or_insert_with(tp, SmallVec::new);
+            if !queued
+                .last()
+                .is_some_and(|q| q.is_current(lead, assignment))
+            {
+                queued.push(QueuedLeaderAndIsr {
+                    state: LeaderAndIsrPartitionState {
+                        tp: tp.clone(),
+                        controller_epoch: lead.controller_epoch,
+                        leader: lead.leader,
+                        leader_epoch: lead.leader_epoch,
+                        isr: BrokerList::from_slice(&lead.isr),
+                        partition_epoch: lead.partition_epoch,
+                        replicas: BrokerList::from_slice(&assignment.replicas),
+                        adding_replicas: BrokerList::from_slice(&assignment.adding_replicas),
+                        removing_replicas: BrokerList::from_slice(&assignment.removing_replicas),
+                        is_new: false,
+                        leader_recovery_state: lead.leader_recovery_state,
+                    },
+                    recipients: SmallVec::new(),
+                });
+            }
+            let Some((current, older)) = queued.split_last_mut() else {
+                return; // unreachable: an entry was just pushed
+            };
+            for &b in brokers.iter().filter(|b| **b >= 0) {
+                // A broker named before keeps its `is_new` and takes the current state.
+                let mut merged = is_new;
+                for q in older.iter_mut() {
+                    if let Ok(i) = q.recipients.binary_search_by_key(&b, |r| r.0) {
+                        merged |= q.recipients.remove(i).1;
+                    }
                 }
-                m
-            });
-            match per_broker.get_mut(tp) {
-                // Queued already in this pass: refresh it in place (no new allocations).
-                Some(s) => {
-                    s.controller_epoch = lead.controller_epoch;
-                    s.leader = lead.leader;
-                    s.leader_epoch = lead.leader_epoch;
-                    s.isr.clone_from(&lead.isr);
-                    s.partition_epoch = lead.partition_epoch;
-                    s.replicas.clone_from(&assignment.replicas);
-                    s.adding_replicas.clone_from(&assignment.adding_replicas);
-                    s.removing_replicas
-                        .clone_from(&assignment.removing_replicas);
-                    s.is_new |= is_new;
-                    s.leader_recovery_state = lead.leader_recovery_state;
+                match current.recipients.binary_search_by_key(&b, |r| r.0) {
+                    Ok(i) => current.recipients[i].1 |= merged,
+                    Err(i) => current.recipients.insert(i, (b, merged)),
                 }
-                None => {
-                    per_broker.insert(
-                        tp.clone(),
-                        LeaderAndIsrPartitionState {
-                            tp: tp.clone(),
-                            controller_epoch: lead.controller_epoch,
-                            leader: lead.leader,
-                            leader_epoch: lead.leader_epoch,
-                            isr: lead.isr.clone(),
-                            partition_epoch: lead.partition_epoch,
-                            replicas: assignment.replicas.clone(),
-                            adding_replicas: assignment.adding_replicas.clone(),
-                            removing_replicas: assignment.removing_replicas.clone(),
-                            is_new,
-                            leader_recovery_state: lead.leader_recovery_state,
-                        },
-                    );
-                }
+            }
+            if !older.is_empty() {
+                queued.retain(|q| !q.recipients.is_empty());
             }
         }
         for b in ctx.live_or_shutting_down_brokers() {
@@ -382,7 +411,8 @@ impl ControllerBrokerRequestBatch {
                     s.controller_epoch = lead.controller_epoch;
                     s.leader = leader;
                     s.leader_epoch = lead.leader_epoch;
-                    s.isr.clone_from(&lead.isr);
+                    s.isr.clear();
+                    s.isr.extend_from_slice(&lead.isr);
                     s.zk_version = lead.partition_epoch;
                     s.replicas.clear();
                     s.replicas.extend_from_slice(replicas);
@@ -398,9 +428,9 @@ impl ControllerBrokerRequestBatch {
                             controller_epoch: lead.controller_epoch,
                             leader,
                             leader_epoch: lead.leader_epoch,
-                            isr: lead.isr.clone(),
+                            isr: BrokerList::from_slice(&lead.isr),
                             zk_version: lead.partition_epoch,
-                            replicas: replicas.to_vec(),
+                            replicas: BrokerList::from_slice(replicas),
                             offline_replicas: replicas.iter().copied().filter(offline).collect(),
                         },
                     );
@@ -422,11 +452,55 @@ impl ControllerBrokerRequestBatch {
             broker_epoch: ctx.broker_epoch(broker),
         };
         let mut out = Vec::new();
-        for (broker, parts) in batch.leader_and_isr {
-            if !ctx.is_live_or_shutting_down(broker) {
-                continue;
+        // Each live broker's states, in partition order: one walk over the partitions, each
+        // state copied once per recipient but the last, which takes it.
+        let mut per_broker: Vec<(BrokerId, Vec<LeaderAndIsrPartitionState>)> = Vec::new();
+        let queued: Vec<SmallVec<[QueuedLeaderAndIsr; 1]>> =
+            batch.leader_and_isr.into_values().collect();
+        for q in queued.iter().flatten() {
+            for &(b, _) in &q.recipients {
+                if let Err(i) = per_broker.binary_search_by_key(&b, |e| e.0) {
+                    per_broker.insert(i, (b, Vec::new()));
+                }
             }
-            let partitions: Vec<LeaderAndIsrPartitionState> = parts.into_values().collect();
+        }
+        // Exact capacities: count first, then fill.
+        per_broker.retain(|(b, _)| ctx.is_live_or_shutting_down(*b));
+        let mut counts = vec![0usize; per_broker.len()];
+        for q in queued.iter().flatten() {
+            for &(b, _) in &q.recipients {
+                if let Ok(i) = per_broker.binary_search_by_key(&b, |e| e.0) {
+                    counts[i] += 1;
+                }
+            }
+        }
+        for ((_, states), n) in per_broker.iter_mut().zip(counts) {
+            states.reserve_exact(n);
+        }
+        for q in queued.into_iter().flatten() {
+            let live: SmallVec<[(usize, bool); 4]> = q
+                .recipients
+                .iter()
+                .filter_map(|&(b, is_new)| {
+                    per_broker
+                        .binary_search_by_key(&b, |e| e.0)
+                        .ok()
+                        .map(|i| (i, is_new))
+                })
+                .collect();
+            let Some((&(last, last_is_new), rest)) = live.split_last() else {
+                continue;
+            };
+            for &(i, is_new) in rest {
+                let mut s = q.state.clone();
+                s.is_new = is_new;
+                per_broker[i].1.push(s);
+            }
+            let mut s = q.state;
+            s.is_new = last_is_new;
+            per_broker[last].1.push(s);
+        }
+        for (broker, partitions) in per_broker {
             let leaders: BTreeSet<BrokerId> = partitions.iter().map(|p| p.leader).collect();
             let live_leaders = leaders
                 .into_iter()
@@ -581,16 +655,16 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone().into(),
+                    isr: p.isr.clone(),
                     partition_epoch: p.partition_epoch,
-                    replicas: p.replicas.clone().into(),
+                    replicas: p.replicas.clone(),
                     adding_replicas: if v >= 3 {
-                        p.adding_replicas.clone().into()
+                        p.adding_replicas.clone()
                     } else {
                         Vec::new().into()
                     },
                     removing_replicas: if v >= 3 {
-                        p.removing_replicas.clone().into()
+                        p.removing_replicas.clone()
                     } else {
                         Vec::new().into()
                     },
@@ -655,11 +729,11 @@ impl ControlRequest {
                     controller_epoch: p.controller_epoch,
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone().into(),
+                    isr: p.isr.clone(),
                     zk_version: p.zk_version,
-                    replicas: p.replicas.clone().into(),
+                    replicas: p.replicas.clone(),
                     offline_replicas: if v >= 4 {
-                        p.offline_replicas.clone().into()
+                        p.offline_replicas.clone()
                     } else {
                         Vec::new().into()
                     },
