@@ -177,23 +177,13 @@ pub fn get_string<B: Buf>(
     get_nullable_string(buf, compact, what)?.ok_or_else(|| null_error(what))
 }
 
-/// An unsigned varint at the front of `c` and its length in bytes, when it is one byte or
-/// five bytes are at hand (`None` leaves the judgement to [`get_uvarint`]).
+/// An unsigned varint at the front of `c` and its length in bytes ([`fast_uvarint`] without
+/// moving `c`; `None` leaves the judgement to [`get_uvarint`]).
 #[inline(always)]
 fn peek_uvarint(c: &[u8]) -> Option<(u32, usize)> {
-    let &b = c.first()?;
-    if b < 0x80 {
-        return Some((u32::from(b), 1));
-    }
-    let h = c.first_chunk::<5>()?;
-    let mut v = 0u32;
-    for (i, &b) in h.iter().enumerate() {
-        v |= u32::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return (i < 4 || b <= 0x0f).then_some((v, i + 1));
-        }
-    }
-    None
+    let mut rest = c;
+    let v = fast_uvarint(&mut rest)?;
+    Some((v, c.len() - rest.len()))
 }
 
 /// Reads nullable (compact) bytes; over [`Bytes`] the result is a slice of the input.
